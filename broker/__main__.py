@@ -1,0 +1,5 @@
+"""``python -m broker`` is the ``broker`` command."""
+
+from broker.cli import main
+
+raise SystemExit(main())

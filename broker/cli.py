@@ -1,0 +1,48 @@
+"""The ``broker`` command: one sub-command per tool, each in the module that owns it.
+
+Sub-commands are declared in ``COMMANDS`` as (name, module, help); the module
+provides ``add_arguments(parser)`` and ``run(args) -> int`` and is imported
+only when its command runs, so ``broker dump-log`` never loads the server
+and ``broker serve`` never loads Spark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from broker import __version__
+
+COMMANDS: tuple[tuple[str, str, str], ...] = ()
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only ``command``'s module is imported (to add its options)."""
+    parser = argparse.ArgumentParser(
+        prog="broker",
+        description="Kafka-compatible append and validation broker.",
+    )
+    parser.add_argument("--version", action="version", version=f"broker {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module_name, help_text in COMMANDS:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == command:
+            module = importlib.import_module(module_name)
+            module.add_arguments(p)
+            p.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in args_list if not a.startswith("-")), None)
+    parser = build_parser(command)
+    args = parser.parse_args(args_list)
+    module = getattr(args, "_module", None)
+    if module is None:
+        parser.print_help(sys.stderr)
+        return 2
+    result: int = module.run(args)
+    return result

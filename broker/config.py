@@ -1,0 +1,833 @@
+"""Broker and topic configuration with Kafka's key names, defaults and checks.
+
+A leaf module: importable from every layer. The tables below are the one
+place a key is declared; everything else (``server.properties`` parsing,
+``--override``, CreateTopics / AlterConfigs validation, DescribeConfigs with
+sources and synonyms, the per-topic ``TopicConfig`` the validator and the log
+read) is derived from them.
+
+Sources (Kafka 3.9): ``storage/.../log/LogConfig.java`` (topic keys and their
+broker synonyms), ``server-common/.../config/ServerLogConfigs.java`` and
+``ServerTopicConfigSynonyms.java`` (broker keys), ``SocketServerConfigs.java``.
+
+Value syntax follows Kafka's ``ConfigDef``: booleans are ``true``/``false``
+(case-insensitive), integers are decimal and range-checked (int = 32-bit,
+long = 64-bit), lists are comma-separated with surrounding blanks ignored.
+A value that does not parse or is out of range raises
+:class:`broker.errors.InvalidConfigError` with a message naming the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from broker.errors import InvalidConfigError
+
+INT_MAX = 2**31 - 1
+INT_MIN = -(2**31)
+LONG_MAX = 2**63 - 1
+LONG_MIN = -(2**63)
+
+
+class ConfigType(enum.Enum):
+    """Kafka's ``ConfigDef.Type`` (the ones this product uses)."""
+
+    BOOLEAN = "boolean"
+    STRING = "string"
+    INT = "int"
+    LONG = "long"
+    DOUBLE = "double"
+    LIST = "list"
+    PASSWORD = "password"
+
+
+class ConfigSource(enum.IntEnum):
+    """``DescribeConfigsResponse`` config source ids."""
+
+    UNKNOWN = 0
+    TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+
+
+Validator = Callable[[str, Any], None]
+
+
+def in_range(low: float | None = None, high: float | None = None) -> Validator:
+    """``ConfigDef.Range.between`` / ``atLeast``."""
+
+    def check(name: str, value: Any) -> None:
+        if (low is not None and value < low) or (high is not None and value > high):
+            bounds = (
+                f"[{low},...]"
+                if high is None
+                else f"[...,{high}]"
+                if low is None
+                else f"[{low},...,{high}]"
+            )
+            raise InvalidConfigError(
+                f"Invalid value {value} for configuration {name}: Value must be in {bounds}"
+            )
+
+    return check
+
+
+def one_of(*choices: str, case_sensitive: bool = True) -> Validator:
+    """``ConfigDef.ValidString.in`` (``CaseInsensitiveValidString`` when asked)."""
+
+    def check(name: str, value: Any) -> None:
+        ok = (
+            value in choices
+            if case_sensitive
+            else str(value).lower() in {c.lower() for c in choices}
+        )
+        if not ok:
+            raise InvalidConfigError(
+                f"Invalid value {value} for configuration {name}: "
+                f"String must be one of: {', '.join(choices)}"
+            )
+
+    return check
+
+
+def list_of(*choices: str, allow_empty: bool = False) -> Validator:
+    """``ConfigDef.ValidList.in``."""
+
+    def check(name: str, value: Any) -> None:
+        if not value and not allow_empty:
+            raise InvalidConfigError(
+                f"Invalid value {value} for configuration {name}: empty list is not allowed"
+            )
+        for item in value:
+            if item.lower() not in choices:
+                raise InvalidConfigError(
+                    f"Invalid value {item} for configuration {name}: "
+                    f"String must be one of: {', '.join(choices)}"
+                )
+
+    return check
+
+
+def either(*checks: Validator) -> Validator:
+    """Passes when any of ``checks`` passes (e.g. gzip level -1 or 1..9)."""
+
+    def check(name: str, value: Any) -> None:
+        errors = []
+        for c in checks:
+            try:
+                c(name, value)
+                return
+            except InvalidConfigError as e:
+                errors.append(str(e))
+        raise InvalidConfigError(errors[0])
+
+    return check
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One declared key."""
+
+    name: str
+    type: ConfigType
+    default: Any
+    doc: str
+    validator: Validator | None = None
+    #: broker-level keys that set the default of this topic key, highest
+    #: precedence first (``ServerTopicConfigSynonyms``); each with a factor
+    #: that converts its unit into this key's unit (hours -> ms, ...).
+    synonyms: tuple[tuple[str, int], ...] = ()
+    #: key has no effect in this product (accepted for compatibility with
+    #: admin tools); listed in docs/deviations.md.
+    inert: bool = False
+
+
+def parse_value(key: ConfigKey, raw: object) -> Any:
+    """Parse ``raw`` (a string from a file/request, or an already typed value)."""
+    name = key.name
+    t = key.type
+    if raw is None:
+        if key.default is None:
+            return None
+        raise InvalidConfigError(f"Invalid value null for configuration {name}")
+    try:
+        if t is ConfigType.BOOLEAN:
+            if isinstance(raw, bool):
+                value: Any = raw
+            else:
+                s = str(raw).strip().lower()
+                if s not in ("true", "false"):
+                    raise ValueError
+                value = s == "true"
+        elif t in (ConfigType.INT, ConfigType.LONG):
+            if isinstance(raw, bool):
+                raise ValueError
+            value = raw if isinstance(raw, int) else int(str(raw).strip(), 10)
+            lo, hi = (INT_MIN, INT_MAX) if t is ConfigType.INT else (LONG_MIN, LONG_MAX)
+            if not lo <= value <= hi:
+                raise ValueError
+        elif t is ConfigType.DOUBLE:
+            value = float(str(raw).strip())
+        elif t is ConfigType.LIST:
+            if isinstance(raw, (list, tuple, frozenset)):
+                value = tuple(str(x).strip() for x in raw)
+            else:
+                s = str(raw).strip()
+                value = tuple(x.strip() for x in s.split(",")) if s else ()
+        else:
+            value = str(raw).strip()
+    except ValueError:
+        raise InvalidConfigError(
+            f"Invalid value {raw} for configuration {name}: Expected value to be a {_type_words(t)}"
+        ) from None
+    if key.validator is not None:
+        key.validator(name, value)
+    return value
+
+
+def _type_words(t: ConfigType) -> str:
+    return {
+        ConfigType.BOOLEAN: "boolean (true or false)",
+        ConfigType.INT: "32-bit integer",
+        ConfigType.LONG: "64-bit integer",
+        ConfigType.DOUBLE: "double",
+    }.get(t, t.value)
+
+
+def format_value(key: ConfigKey, value: Any) -> str | None:
+    """Kafka's string form of a value (DescribeConfigs, checkpoints of overrides)."""
+    if value is None:
+        return None
+    if key.type is ConfigType.BOOLEAN:
+        return "true" if value else "false"
+    if key.type is ConfigType.LIST:
+        return ",".join(value)
+    return str(value)
+
+
+# --------------------------------------------------------------------------
+# Topic-level keys (LogConfig). Broker synonyms set their defaults.
+# --------------------------------------------------------------------------
+
+_HOURS = 3_600_000
+_MINUTES = 60_000
+
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+
+TOPIC_KEYS: dict[str, ConfigKey] = {
+    k.name: k
+    for k in (
+        ConfigKey(
+            "cleanup.policy",
+            ConfigType.LIST,
+            ("delete",),
+            "Retention policy: 'delete' drops old segments, 'compact' marks the topic"
+            " compacted (keys required). Compaction itself is not run by this broker.",
+            list_of("compact", "delete", allow_empty=True),
+            synonyms=(("log.cleanup.policy", 1),),
+        ),
+        ConfigKey(
+            "compression.type",
+            ConfigType.STRING,
+            "producer",
+            "Final codec of the topic's batches; 'producer' keeps the producer's codec.",
+            one_of(*COMPRESSION_TYPES, case_sensitive=False),
+            synonyms=(("compression.type", 1),),
+        ),
+        ConfigKey(
+            "compression.gzip.level",
+            ConfigType.INT,
+            -1,
+            "gzip level when the broker compresses (-1 = zlib default, 6).",
+            either(in_range(1, 9), in_range(-1, -1)),
+            synonyms=(("compression.gzip.level", 1),),
+        ),
+        ConfigKey(
+            "compression.lz4.level",
+            ConfigType.INT,
+            9,
+            "lz4 level when the broker compresses (9 = the fast compressor).",
+            in_range(1, 17),
+            synonyms=(("compression.lz4.level", 1),),
+        ),
+        ConfigKey(
+            "compression.zstd.level",
+            ConfigType.INT,
+            3,
+            "zstd level when the broker compresses.",
+            in_range(-131072, 22),
+            synonyms=(("compression.zstd.level", 1),),
+        ),
+        ConfigKey(
+            "delete.retention.ms",
+            ConfigType.LONG,
+            86_400_000,
+            "Tombstone retention for compacted topics.",
+            in_range(0),
+            synonyms=(("log.cleaner.delete.retention.ms", 1),),
+            inert=True,
+        ),
+        ConfigKey(
+            "file.delete.delay.ms",
+            ConfigType.LONG,
+            60_000,
+            "Delay before a segment renamed .deleted is removed from disk.",
+            in_range(0),
+            synonyms=(("log.segment.delete.delay.ms", 1),),
+        ),
+        ConfigKey(
+            "flush.messages",
+            ConfigType.LONG,
+            LONG_MAX,
+            "fsync the log after this many messages since the last flush.",
+            in_range(1),
+            synonyms=(("log.flush.interval.messages", 1),),
+        ),
+        ConfigKey(
+            "flush.ms",
+            ConfigType.LONG,
+            LONG_MAX,
+            "fsync the log when this long has passed since the last flush.",
+            in_range(0),
+            synonyms=(("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1)),
+        ),
+        ConfigKey(
+            "index.interval.bytes",
+            ConfigType.INT,
+            4096,
+            "Bytes appended between two offset-index entries.",
+            in_range(0),
+            synonyms=(("log.index.interval.bytes", 1),),
+        ),
+        ConfigKey(
+            "max.compaction.lag.ms",
+            ConfigType.LONG,
+            LONG_MAX,
+            "Upper bound of a compacted topic's segment age (also caps segment.ms).",
+            in_range(1),
+            synonyms=(("log.cleaner.max.compaction.lag.ms", 1),),
+        ),
+        ConfigKey(
+            "max.message.bytes",
+            ConfigType.INT,
+            1_048_588,
+            "Largest record batch the topic accepts (after broker compression).",
+            in_range(0),
+            synonyms=(("message.max.bytes", 1),),
+        ),
+        ConfigKey(
+            "message.downconversion.enable",
+            ConfigType.BOOLEAN,
+            True,
+            "Whether Fetch v0-v3 may down-convert v2 batches for old consumers.",
+            synonyms=(("log.message.downconversion.enable", 1),),
+        ),
+        ConfigKey(
+            "message.format.version",
+            ConfigType.STRING,
+            "3.0-IV1",
+            "Ignored (as in Kafka with inter.broker.protocol >= 3.0): batches are stored as v2.",
+            synonyms=(("log.message.format.version", 1),),
+            inert=True,
+        ),
+        ConfigKey(
+            "message.timestamp.after.max.ms",
+            ConfigType.LONG,
+            LONG_MAX,
+            "Largest allowed amount a CreateTime timestamp may lie in the future.",
+            in_range(0),
+            synonyms=(("log.message.timestamp.after.max.ms", 1),),
+        ),
+        ConfigKey(
+            "message.timestamp.before.max.ms",
+            ConfigType.LONG,
+            LONG_MAX,
+            "Largest allowed age of a CreateTime timestamp.",
+            in_range(0),
+            synonyms=(("log.message.timestamp.before.max.ms", 1),),
+        ),
+        ConfigKey(
+            "message.timestamp.difference.max.ms",
+            ConfigType.LONG,
+            LONG_MAX,
+            "Deprecated (3.6): fallback for before/after.max.ms left at their default.",
+            in_range(0),
+            synonyms=(("log.message.timestamp.difference.max.ms", 1),),
+        ),
+        ConfigKey(
+            "message.timestamp.type",
+            ConfigType.STRING,
+            "CreateTime",
+            "CreateTime keeps the producer's timestamps; LogAppendTime stamps broker time.",
+            one_of("CreateTime", "LogAppendTime"),
+            synonyms=(("log.message.timestamp.type", 1),),
+        ),
+        ConfigKey(
+            "min.cleanable.dirty.ratio",
+            ConfigType.DOUBLE,
+            0.5,
+            "Log cleaner trigger (no cleaner runs in this broker).",
+            in_range(0, 1),
+            synonyms=(("log.cleaner.min.cleanable.ratio", 1),),
+            inert=True,
+        ),
+        ConfigKey(
+            "min.compaction.lag.ms",
+            ConfigType.LONG,
+            0,
+            "Log cleaner lag (no cleaner runs in this broker).",
+            in_range(0),
+            synonyms=(("log.cleaner.min.compaction.lag.ms", 1),),
+            inert=True,
+        ),
+        ConfigKey(
+            "min.insync.replicas",
+            ConfigType.INT,
+            1,
+            "Replicas that must acknowledge acks=all (one broker: only 1 can be met).",
+            in_range(1),
+            synonyms=(("min.insync.replicas", 1),),
+        ),
+        ConfigKey(
+            "preallocate",
+            ConfigType.BOOLEAN,
+            False,
+            "Preallocate new .log files to segment.bytes.",
+            synonyms=(("log.preallocate", 1),),
+        ),
+        ConfigKey(
+            "retention.bytes",
+            ConfigType.LONG,
+            -1,
+            "Largest size of a partition's log before old segments are deleted (-1 = no limit).",
+            synonyms=(("log.retention.bytes", 1),),
+        ),
+        ConfigKey(
+            "retention.ms",
+            ConfigType.LONG,
+            604_800_000,
+            "Age after which a segment is deleted (-1 = no limit).",
+            in_range(-1),
+            synonyms=(
+                ("log.retention.ms", 1),
+                ("log.retention.minutes", _MINUTES),
+                ("log.retention.hours", _HOURS),
+            ),
+        ),
+        ConfigKey(
+            "segment.bytes",
+            ConfigType.INT,
+            1_073_741_824,
+            "Size at which a new segment is rolled.",
+            in_range(14),
+            synonyms=(("log.segment.bytes", 1),),
+        ),
+        ConfigKey(
+            "segment.index.bytes",
+            ConfigType.INT,
+            10_485_760,
+            "Size of the preallocated offset and time index of the active segment.",
+            in_range(4),
+            synonyms=(("log.index.size.max.bytes", 1),),
+        ),
+        ConfigKey(
+            "segment.jitter.ms",
+            ConfigType.LONG,
+            0,
+            "Random jitter subtracted from segment.ms per segment.",
+            in_range(0),
+            synonyms=(("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", _HOURS)),
+        ),
+        ConfigKey(
+            "segment.ms",
+            ConfigType.LONG,
+            604_800_000,
+            "Age of a segment's first batch after which a new segment is rolled.",
+            in_range(1),
+            synonyms=(("log.roll.ms", 1), ("log.roll.hours", _HOURS)),
+        ),
+        ConfigKey(
+            "unclean.leader.election.enable",
+            ConfigType.BOOLEAN,
+            False,
+            "Replication setting (one broker: no effect).",
+            synonyms=(("unclean.leader.election.enable", 1),),
+            inert=True,
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    """The effective configuration of one topic (``LogConfig``), typed.
+
+    Build it with :meth:`BrokerConfig.topic_config` so broker defaults and
+    topic overrides combine as in Kafka.
+    """
+
+    cleanup_policy: tuple[str, ...] = ("delete",)
+    compression_type: str = "producer"
+    compression_gzip_level: int = -1
+    compression_lz4_level: int = 9
+    compression_zstd_level: int = 3
+    delete_retention_ms: int = 86_400_000
+    file_delete_delay_ms: int = 60_000
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
+    index_interval_bytes: int = 4096
+    max_compaction_lag_ms: int = LONG_MAX
+    max_message_bytes: int = 1_048_588
+    message_downconversion_enable: bool = True
+    message_format_version: str = "3.0-IV1"
+    message_timestamp_after_max_ms: int = LONG_MAX
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_difference_max_ms: int = LONG_MAX
+    message_timestamp_type: str = "CreateTime"
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    min_insync_replicas: int = 1
+    preallocate: bool = False
+    retention_bytes: int = -1
+    retention_ms: int = 604_800_000
+    segment_bytes: int = 1_073_741_824
+    segment_index_bytes: int = 10_485_760
+    segment_jitter_ms: int = 0
+    segment_ms: int = 604_800_000
+    unclean_leader_election_enable: bool = False
+
+    # ---- derived views used on the hot path -------------------------------
+
+    @property
+    def compacted(self) -> bool:
+        """``cleanup.policy`` contains ``compact`` (case-insensitive)."""
+        return any(p.lower() == "compact" for p in self.cleanup_policy)
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"
+
+    @property
+    def timestamp_before_max_ms(self) -> int:
+        """``LogConfig.getMessageTimestampBeforeMaxMs`` (3.6+): falls back to the
+        deprecated difference key when left at Long.MAX."""
+        if self.message_timestamp_before_max_ms != LONG_MAX:
+            return self.message_timestamp_before_max_ms
+        return self.message_timestamp_difference_max_ms
+
+    @property
+    def timestamp_after_max_ms(self) -> int:
+        if self.message_timestamp_after_max_ms != LONG_MAX:
+            return self.message_timestamp_after_max_ms
+        return self.message_timestamp_difference_max_ms
+
+    @property
+    def max_segment_ms(self) -> int:
+        """segment.ms, capped by max.compaction.lag.ms for compacted topics."""
+        if self.compacted and self.max_compaction_lag_ms > 0:
+            return min(self.segment_ms, self.max_compaction_lag_ms)
+        return self.segment_ms
+
+    def with_overrides(self, overrides: Mapping[str, object]) -> TopicConfig:
+        """A copy with topic-level keys (Kafka names) applied and validated."""
+        changes = {}
+        for name, raw in overrides.items():
+            key = TOPIC_KEYS.get(name)
+            if key is None:
+                raise InvalidConfigError(f"Unknown topic config name: {name}")
+            changes[attr_name(name)] = parse_value(key, raw)
+        return dataclasses.replace(self, **changes)
+
+    def value_of(self, name: str) -> Any:
+        return getattr(self, attr_name(name))
+
+
+def attr_name(name: str) -> str:
+    """``segment.index.bytes`` -> ``segment_index_bytes``."""
+    return name.replace(".", "_")
+
+
+# --------------------------------------------------------------------------
+# Broker-only keys
+# --------------------------------------------------------------------------
+
+BROKER_KEYS: dict[str, ConfigKey] = {
+    k.name: k
+    for k in (
+        ConfigKey("node.id", ConfigType.INT, 0, "Id of this broker.", in_range(0)),
+        ConfigKey("broker.id", ConfigType.INT, None, "Alias of node.id.", in_range(0)),
+        ConfigKey(
+            "cluster.id",
+            ConfigType.STRING,
+            None,
+            "Cluster id reported in Metadata; generated once and kept in meta.properties.",
+        ),
+        ConfigKey(
+            "listeners",
+            ConfigType.LIST,
+            ("PLAINTEXT://0.0.0.0:9092",),
+            "Listener to bind, PLAINTEXT://host:port (one PLAINTEXT listener).",
+        ),
+        ConfigKey(
+            "advertised.listeners",
+            ConfigType.LIST,
+            None,
+            "Address given to clients in Metadata; defaults to listeners.",
+        ),
+        ConfigKey(
+            "log.dirs",
+            ConfigType.LIST,
+            None,
+            "Comma-separated log directories (default: log.dir).",
+        ),
+        ConfigKey(
+            "log.dir", ConfigType.STRING, "./data", "Log directory used when log.dirs is unset."
+        ),
+        ConfigKey(
+            "num.partitions", ConfigType.INT, 1, "Partitions of auto-created topics.", in_range(1)
+        ),
+        ConfigKey(
+            "default.replication.factor",
+            ConfigType.INT,
+            1,
+            "Replication factor of auto-created topics (only 1 is possible here).",
+            in_range(1, 1),
+        ),
+        ConfigKey(
+            "auto.create.topics.enable",
+            ConfigType.BOOLEAN,
+            True,
+            "Create unknown topics on Metadata and Produce requests.",
+        ),
+        ConfigKey("delete.topic.enable", ConfigType.BOOLEAN, True, "Allow DeleteTopics."),
+        ConfigKey(
+            "socket.request.max.bytes",
+            ConfigType.INT,
+            104_857_600,
+            "Largest request frame; a larger one closes the connection.",
+            in_range(1),
+        ),
+        ConfigKey(
+            "socket.send.buffer.bytes",
+            ConfigType.INT,
+            102_400,
+            "SO_SNDBUF of client sockets (-1 = OS default).",
+            in_range(-1),
+        ),
+        ConfigKey(
+            "socket.receive.buffer.bytes",
+            ConfigType.INT,
+            102_400,
+            "SO_RCVBUF of client sockets (-1 = OS default).",
+            in_range(-1),
+        ),
+        ConfigKey(
+            "queued.max.request.bytes",
+            ConfigType.LONG,
+            -1,
+            "Bytes of requests in flight across all connections before reads pause"
+            " (-1 = use broker.inflight.max.bytes).",
+            in_range(-1),
+        ),
+        ConfigKey(
+            "log.flush.offset.checkpoint.interval.ms",
+            ConfigType.INT,
+            60_000,
+            "How often recovery-point-offset-checkpoint is written.",
+            in_range(0),
+        ),
+        ConfigKey(
+            "log.flush.start.offset.checkpoint.interval.ms",
+            ConfigType.INT,
+            60_000,
+            "How often log-start-offset-checkpoint is written.",
+            in_range(0),
+        ),
+        ConfigKey(
+            "log.retention.check.interval.ms",
+            ConfigType.LONG,
+            300_000,
+            "How often retention is applied.",
+            in_range(1),
+        ),
+        ConfigKey(
+            "num.recovery.threads.per.data.dir",
+            ConfigType.INT,
+            1,
+            "Threads that load and recover partitions at start, per log dir.",
+            in_range(1),
+        ),
+        ConfigKey(
+            "producer.id.expiration.ms",
+            ConfigType.INT,
+            86_400_000,
+            "Producer state of an idle producer id is dropped after this long.",
+            in_range(1),
+        ),
+        ConfigKey(
+            "metrics.listener",
+            ConfigType.STRING,
+            "0.0.0.0:9404",
+            "host:port of the Prometheus endpoint (also /healthz, /readyz); empty = off.",
+        ),
+    )
+}
+
+
+def _all_broker_synonyms() -> dict[str, tuple[str, int]]:
+    out: dict[str, tuple[str, int]] = {}
+    for tk in TOPIC_KEYS.values():
+        for syn, factor in tk.synonyms:
+            out[syn] = (tk.name, factor)
+    return out
+
+
+#: broker key -> (topic key it defaults, unit factor)
+BROKER_TOPIC_SYNONYMS: dict[str, tuple[str, int]] = _all_broker_synonyms()
+
+
+def register_broker_key(key: ConfigKey) -> ConfigKey:
+    """Declare a broker-only key from the module that owns the behaviour."""
+    if key.name in BROKER_KEYS or key.name in BROKER_TOPIC_SYNONYMS:
+        raise ValueError(f"config key {key.name} declared twice")
+    BROKER_KEYS[key.name] = key
+    return key
+
+
+def broker_key(name: str) -> ConfigKey | None:
+    """The declaration of a broker-level key, synonyms of topic keys included."""
+    key = BROKER_KEYS.get(name)
+    if key is not None:
+        return key
+    syn = BROKER_TOPIC_SYNONYMS.get(name)
+    if syn is None:
+        return None
+    topic_key = TOPIC_KEYS[syn[0]]
+    # the synonym has the topic key's type; hours/minutes are plain ints too
+    return dataclasses.replace(topic_key, name=name, synonyms=())
+
+
+@dataclass
+class BrokerConfig:
+    """Static broker configuration: ``server.properties`` plus overrides.
+
+    ``values`` holds only what was set explicitly (parsed and validated);
+    lookups fall back to the declared default.
+    """
+
+    values: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> BrokerConfig:
+        values: dict[str, Any] = {}
+        for name, raw in props.items():
+            key = broker_key(name)
+            if key is None:
+                raise InvalidConfigError(f"Unknown configuration key: {name}")
+            values[name] = parse_value(key, raw)
+        cfg = cls(values)
+        cfg.topic_defaults()  # cross-key checks happen now, not at first use
+        return cfg
+
+    def get(self, name: str) -> Any:
+        if name in self.values:
+            return self.values[name]
+        key = broker_key(name)
+        if key is None:
+            raise KeyError(name)
+        return key.default
+
+    def is_set(self, name: str) -> bool:
+        return name in self.values
+
+    # ---- derived values -------------------------------------------------
+
+    @property
+    def node_id(self) -> int:
+        if self.is_set("broker.id"):
+            broker_id: int = self.values["broker.id"]
+            return broker_id
+        node_id: int = self.get("node.id")
+        return node_id
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        dirs = self.get("log.dirs")
+        if not dirs:
+            dirs = (self.get("log.dir"),)
+        return [Path(d) for d in dirs]
+
+    def topic_default_source(self, topic_key: str) -> tuple[Any, str | None]:
+        """The broker-level value that defaults ``topic_key`` and the broker key
+        it came from (None when the built-in default applies)."""
+        key = TOPIC_KEYS[topic_key]
+        for syn, factor in key.synonyms:
+            if syn in self.values:
+                value = self.values[syn]
+                return (value * factor if factor != 1 else value), syn
+        return key.default, None
+
+    def topic_defaults(self) -> TopicConfig:
+        changes = {}
+        for name in TOPIC_KEYS:
+            value, source = self.topic_default_source(name)
+            if source is not None:
+                changes[attr_name(name)] = value
+        return dataclasses.replace(TopicConfig(), **changes)
+
+    def topic_config(self, overrides: Mapping[str, object] | None = None) -> TopicConfig:
+        base = self.topic_defaults()
+        return base.with_overrides(overrides) if overrides else base
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text (the subset Kafka configs use).
+
+    ``#``/``!`` comments, ``key=value`` or ``key: value`` or ``key value``,
+    trailing-backslash continuation lines, blank lines ignored.
+    """
+    props: dict[str, str] = {}
+    logical: list[str] = []
+    pending = ""
+    for raw_line in text.splitlines():
+        line = raw_line.lstrip()
+        if not pending and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending += line[:-1]
+            continue
+        logical.append(pending + line)
+        pending = ""
+    if pending:
+        logical.append(pending)
+    for line in logical:
+        sep = len(line)
+        for i, ch in enumerate(line):
+            if ch in "=: \t":
+                sep = i
+                break
+        key = line[:sep].strip()
+        rest = line[sep:].lstrip()
+        if rest[:1] in ("=", ":"):
+            rest = rest[1:]
+        props[key] = rest.strip()
+    return props
+
+
+def parse_overrides(items: Iterable[str]) -> dict[str, str]:
+    """``["a=b", "c=d"]`` from ``--override`` flags."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise InvalidConfigError(f"Malformed override {item!r}: expected key=value")
+        out[name.strip()] = value.strip()
+    return out

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Debian packages the integration tests need; idempotent and quick when present.
+#   kcat        librdkafka's CLI producer/consumer (real client)
+#   prometheus  the real server + promtool (metrics tests)
+#   podman ...  building and running the container image without a Docker engine
+set -euo pipefail
+need=()
+command -v kcat >/dev/null || need+=(kcat)
+command -v prometheus >/dev/null || need+=(prometheus)
+command -v promtool >/dev/null || need+=(prometheus)
+command -v podman >/dev/null || need+=(podman buildah runc uidmap fuse-overlayfs slirp4netns)
+command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
+command -v java >/dev/null || need+=(openjdk-17-jre-headless)
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-system-deps: need root to install: ${need[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
