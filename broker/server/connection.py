@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import logging
 import struct
 from collections.abc import Awaitable, Callable, Sequence
@@ -138,7 +139,7 @@ class Connection(asyncio.BufferedProtocol):
         self._writing_paused = False
         self._write_resumed: asyncio.Event | None = None
         self._closed = False
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Future[Segments | None]] = set()
 
     # ---- asyncio.Protocol ----------------------------------------------
 
@@ -194,7 +195,7 @@ class Connection(asyncio.BufferedProtocol):
     def _needed_capacity(self) -> int:
         partial = self._end - self._start
         if partial >= 4:
-            (size,) = _SIZE.unpack_from(self._buf, self._start)
+            size: int = _SIZE.unpack_from(self._buf, self._start)[0]
             return max(self.limits.receive_buffer_bytes, size + 4)
         return self.limits.receive_buffer_bytes
 
@@ -261,11 +262,13 @@ class Connection(asyncio.BufferedProtocol):
         if outcome is None or isinstance(outcome, (list, tuple)):
             self._complete(slot, outcome)
         else:
-            task = asyncio.ensure_future(outcome)
+            task: asyncio.Future[Segments | None] = asyncio.ensure_future(
+                cast(Awaitable[Segments | None], outcome)
+            )
             self._tasks.add(task)
-            task.add_done_callback(lambda t, s=slot: self._task_done(t, s))
+            task.add_done_callback(functools.partial(self._task_done, slot=slot))
 
-    def _task_done(self, task: asyncio.Task[Any], slot: _Slot) -> None:
+    def _task_done(self, task: asyncio.Future[Segments | None], slot: _Slot) -> None:
         self._tasks.discard(task)
         if task.cancelled():
             return
