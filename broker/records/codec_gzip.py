@@ -21,15 +21,24 @@ Reading follows ``GZIPInputStream``: the first header must be valid; a
 truncated or corrupt deflate stream or trailer is an error; after a
 trailer, remaining bytes that parse as a header start another member
 (multi-member streams), and remaining bytes that do not are ignored
-(``readTrailer`` swallows the header's IOException). Like the JDK we parse
-headers and trailers ourselves and inflate raw deflate data, so the rules
-above are the JDK's rather than zlib's (zlib's gzip mode rejects reserved
-flag bits the JDK accepts).
+(``readTrailer`` swallows the header's IOException). Headers are parsed
+here by the JDK's rules; zlib's gzip mode then inflates the member and
+checks its trailer (CRC-32 computed as it inflates, no second pass). The
+one place the two disagree, the reserved flag bits the JDK ignores and
+zlib refuses, is bridged by handing zlib the header with those bits
+cleared.
 
-Inflating is done in steps of at most :data:`OUTPUT_STEP` output bytes fed
-with at most :data:`INPUT_STEP` input bytes, so the output stays within
-``max_size`` and zlib never copies more than one input step aside
-(``unconsumed_tail``). zlib releases the GIL while it inflates.
+Bound and speed. CPython's zlib cannot inflate into a buffer of ours, and a
+call limited to ``n`` output bytes may hold them twice while it joins its
+internal blocks. The usual stream -- one member whose ISIZE (the last four
+bytes) tells its size -- is inflated in one call limited to that size + 1,
+when twice that is within ``max_size``; it is returned as zlib made it. Any
+other stream (several members, ISIZE wrong or too large for that) is
+inflated in steps of at most :data:`OUTPUT_STEP` output bytes fed with at
+most :data:`INPUT_STEP` input bytes into a :class:`BoundedOutput` sized by
+the ISIZE hint, so the output stays within ``max_size`` and zlib never
+copies more than one input step aside (``unconsumed_tail``). zlib releases
+the GIL while it inflates.
 
 Writing: one member by ``zlib.compress`` at the Kafka level (-1 = zlib's
 default, 6), header MTIME 0; the JDK writes the same layout (its OS byte
@@ -38,25 +47,29 @@ differs, which no reader looks at).
 
 from __future__ import annotations
 
-import struct
 import zlib
 
+from broker.errors import InvalidRecordError
 from broker.records.codec_output import BoundedOutput, corrupt
 
 NAME = "gzip"
 
 #: most output bytes one inflate step may produce (bounds memory per step)
-OUTPUT_STEP = 256 * 1024
+OUTPUT_STEP = 64 * 1024
 #: most input bytes handed to zlib per step
-INPUT_STEP = 256 * 1024
+INPUT_STEP = 64 * 1024
 
 _FHCRC = 0x02
 _FEXTRA = 0x04
 _FNAME = 0x08
 _FCOMMENT = 0x10
+_RESERVED_FLAGS = 0xE0
 _FIXED_HEADER_SIZE = 10
-_TRAILER = struct.Struct("<II")
+#: deflate's largest expansion (a 258-byte match per 2 bits)
+_MAX_DEFLATE_RATIO = 1032
 _SCAN_STEP = 4096
+#: zlib's gzip mode: header, raw deflate, CRC-32 and ISIZE checked by zlib
+_GZIP_WBITS = 16 + zlib.MAX_WBITS
 
 
 class _BadHeader(Exception):
@@ -69,24 +82,68 @@ def compress(data: memoryview, level: int) -> bytes:
     return zlib.compress(data, level, wbits=31)
 
 
-def decompress(data: memoryview, max_size: int) -> bytearray:
+def decompress(data: memoryview, max_size: int) -> bytes | bytearray:
     """All members of ``data``, as ``GZIPInputStream`` reads them."""
-    output = BoundedOutput(NAME, max_size)
-    end = len(data)
     try:
-        pos = _header_end(data, 0)
+        header_end = _header_end(data, 0)
     except _BadHeader as exc:
         raise corrupt(NAME, str(exc)) from None
-    while True:
-        pos = _inflate_member(data, pos, output)
+    expected = _expected_size(data)
+    if expected > 0 and 2 * (expected + 1) <= max_size:
+        whole = _single_member(data, header_end, expected)
+        if whole is not None:
+            return whole
+    output = BoundedOutput(NAME, max_size, expected=expected)
+    end = len(data)
+    pos = 0
+    next_header_end: int | None = header_end
+    while next_header_end is not None:
+        pos = _inflate_member(data, pos, next_header_end, output)
         if pos >= end:
-            return output.buffer
-        try:
-            pos = _header_end(data, pos)
-        except _BadHeader:
-            # GZIPInputStream.readTrailer: bytes after a member that are not a
-            # gzip header are ignored, not an error.
-            return output.buffer
+            break
+        next_header_end = _next_header_end(data, pos)
+    return output.result()
+
+
+def _single_member(data: memoryview, header_end: int, expected: int) -> bytes | None:
+    """The common case in one zlib call: one member whose ISIZE tells the
+    truth. zlib may hold its output twice while joining it, which is why the
+    caller takes this path only when twice ``expected + 1`` is within the
+    limit. None (the stream goes the stepped way) when the member does not
+    end there, or another member follows."""
+    inflater = zlib.decompressobj(_GZIP_WBITS)
+    try:
+        inflater.decompress(_zlib_header(data[:header_end]))
+        whole = inflater.decompress(data[header_end:], expected + 1)
+    except zlib.error as exc:
+        raise _zlib_failure(exc) from None
+    if not inflater.eof or len(whole) != expected:
+        return None
+    member_end = len(data) - len(inflater.unused_data)
+    if member_end < len(data) and _next_header_end(data, member_end) is not None:
+        return None
+    return whole
+
+
+def _next_header_end(data: memoryview, pos: int) -> int | None:
+    """Where the header of a member at ``pos`` ends, or None: bytes after a
+    member that are not a gzip header end the stream and are ignored
+    (``GZIPInputStream.readTrailer`` swallows the header's IOException)."""
+    try:
+        return _header_end(data, pos)
+    except _BadHeader:
+        return None
+
+
+def _expected_size(data: memoryview) -> int:
+    """The output size to allocate up front: the last member's ISIZE (the
+    whole output for the usual single member), never more than deflate can
+    produce from this input (1032:1). Only a hint: the output is bounded
+    and may still grow or shrink."""
+    if len(data) < _FIXED_HEADER_SIZE + 8:
+        return 0
+    isize = int.from_bytes(data[-4:], "little")
+    return min(isize, _MAX_DEFLATE_RATIO * len(data))
 
 
 def _header_end(data: memoryview, pos: int) -> int:
@@ -113,11 +170,14 @@ def _header_end(data: memoryview, pos: int) -> int:
     if flags & _FHCRC:
         if end - cursor < 2:
             raise _BadHeader("truncated gzip header")
-        stored = data[cursor] | data[cursor + 1] << 8
-        if zlib.crc32(data[pos:cursor]) & 0xFFFF != stored:
+        if _crc16(data[pos:cursor]) != data[cursor] | data[cursor + 1] << 8:
             raise _BadHeader("corrupt gzip header")
         cursor += 2
     return cursor
+
+
+def _crc16(header: memoryview | bytearray) -> int:
+    return zlib.crc32(header) & 0xFFFF
 
 
 def _skip_zero_terminated(data: memoryview, pos: int) -> int:
@@ -130,34 +190,46 @@ def _skip_zero_terminated(data: memoryview, pos: int) -> int:
     raise _BadHeader("truncated gzip header")
 
 
-def _inflate_member(data: memoryview, pos: int, output: BoundedOutput) -> int:
-    """Inflate the deflate data at ``pos``, check the trailer; return the
-    position after the trailer."""
+def _zlib_header(header: memoryview) -> bytes | memoryview:
+    """The member header as zlib's gzip mode accepts it: zlib refuses the
+    reserved flag bits the JDK ignores, so they are cleared (and the header
+    CRC, already checked above, recomputed)."""
+    if not header[3] & _RESERVED_FLAGS:
+        return header
+    fixed = bytearray(header)
+    fixed[3] &= ~_RESERVED_FLAGS
+    if fixed[3] & _FHCRC:
+        fixed[-2:] = (_crc16(fixed[:-2])).to_bytes(2, "little")
+    return bytes(fixed)
+
+
+def _inflate_member(data: memoryview, pos: int, header_end: int, output: BoundedOutput) -> int:
+    """Inflate the member at ``pos`` whose header ends at ``header_end``;
+    return the position after its trailer."""
     end = len(data)
-    inflater = zlib.decompressobj(-zlib.MAX_WBITS)
-    crc = 0
-    size = 0
-    while not inflater.eof:
-        chunk: bytes | memoryview = inflater.unconsumed_tail
-        if not chunk:
-            if pos >= end:
-                raise corrupt(NAME, "unexpected end of deflate data")
-            chunk = data[pos : pos + INPUT_STEP]
-            pos += len(chunk)
-        try:
+    inflater = zlib.decompressobj(_GZIP_WBITS)
+    chunk: bytes | memoryview = _zlib_header(data[pos:header_end])
+    pos = header_end
+    try:
+        while True:
             piece = inflater.decompress(chunk, output.room(OUTPUT_STEP))
-        except zlib.error as exc:
-            raise corrupt(NAME, f"invalid deflate data ({exc})") from None
-        if piece:
-            crc = zlib.crc32(piece, crc)
-            size += len(piece)
-            output.append(piece)
-    # The deflate data ended inside the last chunk handed to zlib; what it
-    # did not use starts the trailer.
-    pos -= len(inflater.unused_data)
-    if end - pos < _TRAILER.size:
-        raise corrupt(NAME, "truncated gzip trailer")
-    stored_crc, stored_size = _TRAILER.unpack_from(data, pos)
-    if stored_crc != crc or stored_size != size & 0xFFFFFFFF:
-        raise corrupt(NAME, "corrupt gzip trailer")
-    return pos + _TRAILER.size
+            if piece:
+                output.append(piece)
+            if inflater.eof:
+                # The member ended inside the last input handed to zlib; what
+                # zlib did not use starts the next member.
+                return pos - len(inflater.unused_data)
+            chunk = inflater.unconsumed_tail
+            if not chunk:
+                if pos >= end:
+                    raise corrupt(NAME, "unexpected end of gzip stream")
+                chunk = data[pos : pos + INPUT_STEP]
+                pos += len(chunk)
+    except zlib.error as exc:
+        raise _zlib_failure(exc) from None
+
+
+def _zlib_failure(exc: zlib.error) -> InvalidRecordError:
+    if "incorrect data check" in str(exc) or "incorrect length check" in str(exc):
+        return corrupt(NAME, "corrupt gzip trailer")
+    return corrupt(NAME, f"invalid deflate data ({exc})")

@@ -44,18 +44,21 @@ ignores), the original block bytes without a copy, and a plain end mark
 (Kafka also ends on 0x80000000, liblz4 does not). The decoder verifies
 block checksums natively. When twice the bound fits in ``max_size`` the
 output is produced in one call (python-lz4 holds it twice for a moment);
-otherwise in steps of :data:`OUTPUT_STEP` into a :class:`BoundedOutput`.
+otherwise in steps of :data:`OUTPUT_STEP` into a :class:`BoundedOutput`
+allocated once at the bound (at most ``max_size``).
 """
 
 from __future__ import annotations
 
 import functools
 import struct
+from collections.abc import Callable
 from typing import NamedTuple
 
 import lz4.block
 import lz4.frame
 
+from broker.errors import InvalidRecordError
 from broker.records.codec_output import BoundedOutput, corrupt, exceeds
 
 NAME = "lz4"
@@ -75,6 +78,7 @@ FLG_CONTENT_CHECKSUM = 0x04
 FLG_RESERVED = 0x03
 BD_BLOCK_SIZE_64KB = 4
 UNCOMPRESSED_FLAG = 0x80000000
+_BLOCK_SIZE_MASK = 0x7FFFFFFF
 
 #: what Kafka writes: version 1, independent blocks, nothing else
 KAFKA_FLG = FLG_VERSION_1 | FLG_BLOCK_INDEPENDENCE
@@ -193,30 +197,30 @@ class _Frame(NamedTuple):
     stored: int  # bytes of the blocks stored raw: the least the output can be
 
 
-def decompress(data: memoryview, max_size: int, ignore_header_checksum: bool) -> bytearray:
+def decompress(data: memoryview, max_size: int, ignore_header_checksum: bool) -> bytes | bytearray:
     """The content of a Kafka lz4 frame (see the module docstring)."""
     frame = _scan(data, ignore_header_checksum)
     if frame.stored > max_size:
         raise exceeds(NAME, max_size)
     if frame.bound == 0:
-        return bytearray()
+        return b""
     context = lz4.frame.create_decompression_context()
     # The blocks without their end mark: Kafka ends a frame on any block size
     # word whose low 31 bits are 0, liblz4 only on 0 (it reads 0x80000000 as
     # an empty raw block), so the decoder gets a plain end mark of its own.
     blocks = data[frame.blocks_start : frame.blocks_end - len(END_MARK)]
     try:
-        lz4.frame.decompress_chunk(context, _canonical_header(frame.flg, frame.bd))
+        lz4.frame.decompress_chunk(
+            context, _canonical_header(frame.flg & FLG_BLOCK_CHECKSUM, frame.bd)
+        )
         if 2 * frame.bound <= max_size:
-            output, read, _ = lz4.frame.decompress_chunk(
-                context, blocks, max_length=frame.bound, return_bytearray=True
-            )
+            output, read, _ = lz4.frame.decompress_chunk(context, blocks, max_length=frame.bound)
             if read != len(blocks):
                 raise corrupt(NAME, "blocks decompress to more than their bound")
             _finish(context)
-            result: bytearray = output
+            result: bytes = output
             return result
-        bounded = BoundedOutput(NAME, max_size)
+        bounded = BoundedOutput(NAME, max_size, expected=frame.bound)
         pos = 0
         while True:
             room = bounded.room(OUTPUT_STEP)
@@ -227,7 +231,7 @@ def decompress(data: memoryview, max_size: int, ignore_header_checksum: bool) ->
                 if pos < len(blocks):
                     raise corrupt(NAME, "the decoder stopped inside the blocks")
                 _finish(context)
-                return bounded.buffer
+                return bounded.result()
     except RuntimeError as exc:
         if "blockChecksum_invalid" in str(exc):
             raise corrupt(NAME, BLOCK_HASH_MISMATCH) from None
@@ -240,8 +244,9 @@ def _finish(context: object) -> None:
         raise corrupt(NAME, "the blocks do not end at the end mark")
 
 
-def _canonical_header(flg: int, bd: int) -> bytes:
-    descriptor = bytes((KAFKA_FLG | (flg & FLG_BLOCK_CHECKSUM), bd))
+@functools.lru_cache(maxsize=16)
+def _canonical_header(block_checksum: int, bd: int) -> bytes:
+    descriptor = bytes((KAFKA_FLG | block_checksum, bd))
     return _MAGIC_BYTES + descriptor + bytes((header_checksum(descriptor),))
 
 
@@ -255,8 +260,10 @@ def _scan(data: memoryview, ignore_header_checksum: bool) -> _Frame:
         raise corrupt(NAME, NOT_SUPPORTED)
     flg = data[4]
     bd = data[5]
-    _check_flg(flg)
-    _check_bd(bd)
+    if flg not in _VALID_FLG:
+        _check_flg(flg)
+    if bd not in _VALID_BD:
+        _check_bd(bd)
     pos = 6
     if flg & FLG_CONTENT_SIZE:
         if size - pos < 8:
@@ -272,22 +279,23 @@ def _scan(data: memoryview, ignore_header_checksum: bool) -> _Frame:
     trailer = 4 if flg & FLG_BLOCK_CHECKSUM else 0
     bound = 0
     stored = 0
+    unpack = _UINT32.unpack_from
     while True:
         if size - pos < 4:
             raise corrupt(NAME, PREMATURE_EOS)
-        word: int = _UINT32.unpack_from(data, pos)[0]
+        (word,) = unpack(data, pos)
         pos += 4
-        block_size = word & ~UNCOMPRESSED_FLAG
-        if block_size == 0:
+        block_size = word & _BLOCK_SIZE_MASK
+        if not block_size:
             break
         if block_size > max_block:
             raise corrupt(NAME, f"Block size {block_size} exceeded max: {max_block}")
-        if size - pos < block_size + trailer:
-            raise corrupt(NAME, PREMATURE_EOS)
         pos += block_size + trailer
+        if pos > size:
+            raise corrupt(NAME, PREMATURE_EOS)
         if word & UNCOMPRESSED_FLAG:
-            bound += block_size
             stored += block_size
+            bound += block_size
         else:
             bound += max_block
     blocks_end = pos
@@ -315,3 +323,16 @@ def _check_bd(bd: int) -> None:
         raise corrupt(NAME, "Block size value must be between 4 and 7")
     if bd & 0x80:
         raise corrupt(NAME, "Reserved3 field must be 0")
+
+
+def _passes(check: Callable[[int], None], value: int) -> bool:
+    try:
+        check(value)
+    except InvalidRecordError:
+        return False
+    return True
+
+
+#: every FLG / BD byte the checks accept, so a frame's header costs a set lookup
+_VALID_FLG = frozenset(value for value in range(256) if _passes(_check_flg, value))
+_VALID_BD = frozenset(value for value in range(256) if _passes(_check_bd, value))

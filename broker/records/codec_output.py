@@ -5,13 +5,22 @@ readers decompress lazily as records are read, with no bound on the total
 (deviation "Decompression is bounded", ``docs/deviations.md``); ours decode a
 whole stream at once and are told ``max_size``, the most bytes the caller
 accepts. :class:`BoundedOutput` is the one place that bound is enforced for
-the codecs that cannot know their output size up front (gzip, zstd, lz4 when
-the block sizes do not settle it): a decoder asks :meth:`BoundedOutput.room`
-how much it may produce in its next step, hands the piece to
-:meth:`BoundedOutput.append`, and the append raises as soon as the total
-passes ``max_size``. The buffer therefore never holds more than
-``max_size + 1`` bytes, and a decoder never asks its library for more than
-one step at a time, so a bomb costs ``max_size`` plus one step of memory.
+the codecs that cannot know their output size for sure up front (gzip,
+zstd, lz4 when the block sizes do not settle it):
+
+* a decoder that knows roughly how much is coming (gzip's ISIZE field, the
+  block bounds of an lz4 frame) says so, and the buffer is allocated once
+  at ``min(expected, max_size)``; pieces handed to
+  :meth:`BoundedOutput.append` are copied into it in place -- no
+  reallocation, no copy of what is already there;
+* whatever comes beyond is appended; a decoder asks :meth:`BoundedOutput.room`
+  how much its next step may produce (one byte past the limit at most) and
+  the buffer refuses, before growing, anything that takes it past
+  ``max_size``.
+
+So the buffer never holds more than ``max_size`` bytes and a decoder never
+asks its library for more than one step: a bomb costs ``max_size`` plus one
+step of memory.
 
 Every failure on a client's bytes is an :class:`InvalidRecordError` whose
 message starts with the codec's name (Kafka answers UNKNOWN_SERVER_ERROR
@@ -35,22 +44,40 @@ def exceeds(codec: str, max_size: int) -> InvalidRecordError:
 
 
 class BoundedOutput:
-    """Decompressed bytes of one stream, never more than ``max_size + 1``."""
+    """Decompressed bytes of one stream, never more than ``max_size``."""
 
-    __slots__ = ("buffer", "codec", "max_size")
+    __slots__ = ("buffer", "codec", "max_size", "size")
 
-    def __init__(self, codec: str, max_size: int) -> None:
+    def __init__(self, codec: str, max_size: int, expected: int = 0) -> None:
         self.codec = codec
         self.max_size = max_size
-        self.buffer = bytearray()
+        #: ``buffer[:size]`` is the output so far; beyond it, preallocated room
+        self.buffer = bytearray(max(0, min(expected, max_size)))
+        self.size = 0
 
     def room(self, step: int) -> int:
         """How many bytes the next step may produce: at most ``step``, and
         one byte past the limit so that an overflow is seen (never 0)."""
-        return min(step, self.max_size + 1 - len(self.buffer))
+        return min(step, self.max_size + 1 - self.size)
 
     def append(self, piece: ReadableBuffer) -> None:
-        """Add ``piece`` (at most :meth:`room` bytes); raise once past the limit."""
-        self.buffer += piece
-        if len(self.buffer) > self.max_size:
-            raise exceeds(self.codec, self.max_size)
+        """Add ``piece``; raise instead if it takes the output past ``max_size``."""
+        with memoryview(piece) as view:
+            end = self.size + len(view)
+            if end > self.max_size:
+                raise exceeds(self.codec, self.max_size)
+            capacity = len(self.buffer)
+            if end <= capacity:
+                self.buffer[self.size : end] = view
+            else:
+                fits = capacity - self.size
+                if fits:
+                    self.buffer[self.size :] = view[:fits]
+                self.buffer += view[fits:]
+        self.size = end
+
+    def result(self) -> bytearray:
+        """The output, trimmed to what was produced."""
+        if len(self.buffer) > self.size:
+            del self.buffer[self.size :]
+        return self.buffer

@@ -27,10 +27,15 @@ Empty input is an empty stream (zstd-jni returns end-of-stream at once).
 Reading: the frames are first walked header by header in Python (a handful
 of steps per megabyte), which finds truncation -- zstd's streaming decoder
 would just stop producing, where zstd-jni says "Truncated source" -- and
-the sizes the frames declare (content sizes, raw and RLE blocks): more than
-``max_size`` declared is rejected before anything is decompressed. The
-frames are then decoded by python-zstandard's streaming reader (GIL
-released) in steps of :data:`OUTPUT_STEP` into a :class:`BoundedOutput`.
+two sizes: what the frames declare (content sizes, raw and RLE blocks;
+more than ``max_size`` is rejected before anything is decompressed) and
+what they can at most produce (those, plus the block maximum -- 128 KiB or
+the window -- per compressed block). The frames are then decoded by
+python-zstandard's streaming reader (GIL released) in one read of that
+bound, capped at ``max_size + 1`` (the library allocates it without
+zeroing it and trims it to what came); anything past it -- only when the
+bound was capped -- comes in steps of :data:`OUTPUT_STEP` into a
+:class:`BoundedOutput` and is refused once over the limit.
 The decoder keeps a window buffer of the size a frame declares (zstd's
 default limit, 128 MiB, as in zstd-jni); that buffer is allocated lazily by
 the library and only touched as output is produced.
@@ -63,6 +68,8 @@ SKIPPABLE_MAGIC_MASK = 0xFFFFFFF0
 
 #: most output bytes one decoding step produces
 OUTPUT_STEP = 1024 * 1024
+#: RFC 8878 Block_Maximum_Size cap: no block regenerates more
+BLOCK_SIZE_MAX = 128 * 1024
 
 _UINT32 = struct.Struct("<I")
 _DICTIONARY_ID_SIZES = (0, 1, 2, 4)
@@ -82,21 +89,29 @@ def compress(data: memoryview, level: int) -> bytes:
     return compressor.compress(data)
 
 
-def decompress(data: memoryview, max_size: int) -> bytearray:
+def decompress(data: memoryview, max_size: int) -> bytes | bytearray:
     """All frames of ``data`` (see the module docstring)."""
-    declared = _scan(data)
+    declared, bound = _scan(data)
     if declared > max_size:
         raise exceeds(NAME, max_size)
-    output = BoundedOutput(NAME, max_size)
     if not data:
-        return output.buffer
+        return b""
     reader = _decompressor().stream_reader(data, read_across_frames=True)
     try:
-        while True:
-            piece = reader.read(output.room(OUTPUT_STEP))
-            if not piece:
-                return output.buffer
+        # One read sized by the frames' bound usually takes everything: the
+        # library allocates it without zeroing and trims it to what came.
+        first = reader.read(max(1, min(bound, max_size + 1)))
+        if len(first) > max_size:
+            raise exceeds(NAME, max_size)
+        piece = reader.read(min(OUTPUT_STEP, max_size + 1 - len(first)))
+        if not piece:
+            return first
+        output = BoundedOutput(NAME, max_size, expected=min(2 * len(first), max_size))
+        output.append(first)
+        while piece:
             output.append(piece)
+            piece = reader.read(output.room(OUTPUT_STEP))
+        return output.result()
     except zstandard.ZstdError as exc:
         raise corrupt(NAME, f"invalid zstd frame ({exc})") from None
 
@@ -110,12 +125,14 @@ def _decompressor() -> zstandard.ZstdDecompressor:
     return decompressor
 
 
-def _scan(data: memoryview) -> int:
-    """Walk the frames; return the output size they declare (content sizes,
-    or raw + RLE block sizes of frames without one); raise if one is cut short."""
+def _scan(data: memoryview) -> tuple[int, int]:
+    """Walk the frames; return (declared, bound): the output size the frames
+    declare (content sizes, or raw + RLE block sizes of frames without one)
+    and the most they can decompress to. Raise if a frame is cut short."""
     size = len(data)
     pos = 0
     declared = 0
+    bound = 0
     while pos < size:
         if size - pos < 4:
             raise corrupt(NAME, "truncated frame")
@@ -129,13 +146,14 @@ def _scan(data: memoryview) -> int:
             continue
         if magic != FRAME_MAGIC:
             raise corrupt(NAME, "unknown frame descriptor")
-        pos, frame_declared = _scan_frame(data, pos + 4)
+        pos, frame_declared, frame_bound = _scan_frame(data, pos + 4)
         declared += frame_declared
-    return declared
+        bound += frame_bound
+    return declared, bound
 
 
-def _scan_frame(data: memoryview, pos: int) -> tuple[int, int]:
-    """Walk one frame after its magic; return (end, declared output size)."""
+def _scan_frame(data: memoryview, pos: int) -> tuple[int, int, int]:
+    """Walk one frame after its magic; return (end, declared size, bound)."""
     size = len(data)
     if pos >= size:
         raise corrupt(NAME, "truncated frame header")
@@ -145,17 +163,22 @@ def _scan_frame(data: memoryview, pos: int) -> tuple[int, int]:
     content_size_size = _CONTENT_SIZE_SIZES[descriptor >> 6]
     if single_segment and content_size_size == 0:
         content_size_size = 1
-    window_descriptor_size = 0 if single_segment else 1
-    pos += window_descriptor_size + _DICTIONARY_ID_SIZES[descriptor & 0x03]
-    if size - pos < content_size_size:
+    header_rest = (0 if single_segment else 1) + _DICTIONARY_ID_SIZES[descriptor & 0x03]
+    if size - pos < header_rest + content_size_size:
         raise corrupt(NAME, "truncated frame header")
+    window = 0 if single_segment else _window_size(data[pos])
+    pos += header_rest
     content_size: int | None = None
     if content_size_size:
         content_size = int.from_bytes(data[pos : pos + content_size_size], "little")
         if content_size_size == 2:
             content_size += 256
         pos += content_size_size
+    if single_segment:
+        window = content_size or 0
+    block_maximum = min(window, BLOCK_SIZE_MAX)
     declared_blocks = 0
+    bound = 0
     while True:
         if size - pos < 3:
             raise corrupt(NAME, "truncated block header")
@@ -166,10 +189,14 @@ def _scan_frame(data: memoryview, pos: int) -> tuple[int, int]:
         if block_type == _BLOCK_RLE:
             payload = 1
             declared_blocks += block_size
-        elif block_type in (_BLOCK_RAW, _BLOCK_COMPRESSED):
+            bound += block_size
+        elif block_type == _BLOCK_RAW:
             payload = block_size
-            if block_type == _BLOCK_RAW:
-                declared_blocks += block_size
+            declared_blocks += block_size
+            bound += block_size
+        elif block_type == _BLOCK_COMPRESSED:
+            payload = block_size
+            bound += block_maximum
         else:
             raise corrupt(NAME, "reserved block type")
         if size - pos < payload:
@@ -181,4 +208,12 @@ def _scan_frame(data: memoryview, pos: int) -> tuple[int, int]:
         if size - pos < 4:
             raise corrupt(NAME, "truncated content checksum")
         pos += 4
-    return pos, declared_blocks if content_size is None else content_size
+    if content_size is None:
+        return pos, declared_blocks, bound
+    return pos, content_size, min(bound, content_size)
+
+
+def _window_size(descriptor: int) -> int:
+    """RFC 8878 Window_Descriptor: 2^(10 + exponent) plus mantissa eighths."""
+    base = 1 << (10 + (descriptor >> 3))
+    return base + (base >> 3) * (descriptor & 0x07)

@@ -3,7 +3,7 @@
 ::
 
     compress(compression_type, data, *, level=None, magic=MAGIC_V2) -> bytes
-    decompress(compression_type, data, *, max_size, magic=MAGIC_V2) -> bytearray
+    decompress(compression_type, data, *, max_size, magic=MAGIC_V2) -> bytes | bytearray
     default_level(compression_type) -> int
 
 ``compression_type`` is the codec id of the attribute bits
@@ -37,10 +37,15 @@ without being inflated further than ``max_size`` (+ one decoding step);
 snappy and zstd reject a stream whose declared sizes are too large before
 decompressing anything (deviation "Decompression is bounded").
 
-Result. ``decompress`` returns a new ``bytearray`` owned by the caller;
-``compress`` returns ``bytes``. Both accept any contiguous buffer
-(``bytes``, ``bytearray``, ``memoryview``, ``mmap``) without copying it. The
-libraries release the GIL while they work.
+Result. ``decompress`` returns a new buffer owned by the caller: ``bytes``
+when the library's own output is returned as it is (the one-call paths:
+gzip with a truthful ISIZE, lz4 with room to spare, zstd), ``bytearray``
+when we assembled it (snappy, the stepped paths). Treat it as read-only
+bytes (``memoryview``, ``struct.unpack_from``, slicing); ``bytes(result)``
+or ``bytearray(result)`` if a fixed type is needed. ``compress`` returns
+``bytes``. Both accept any contiguous buffer (``bytes``, ``bytearray``,
+``memoryview``, ``mmap``) without copying it. The libraries release the
+GIL while they work.
 """
 
 from __future__ import annotations
@@ -112,7 +117,7 @@ def decompress(
     *,
     max_size: int,
     magic: int = MAGIC_V2,
-) -> bytearray:
+) -> bytes | bytearray:
     """The content of ``data``, at most ``max_size`` bytes (see the module docstring)."""
     codec = _codec(compression_type)
     _check_magic(magic)
@@ -162,15 +167,19 @@ def resolve_level(compression_type: int, level: int | None) -> int:
     return level
 
 
+_CODECS = {codec.value: codec for codec in CompressionType if codec is not CompressionType.NONE}
+
+
 def _codec(compression_type: int) -> CompressionType:
+    codec = _CODECS.get(compression_type)
+    if codec is not None:
+        return codec
     if not 0 <= compression_type <= 7:
         raise ValueError(f"compression type id must be 0..7, got {compression_type}")
     if compression_type > CompressionType.ZSTD:
         # CompressionType.forId throws IllegalArgumentException (-> UNKNOWN_SERVER_ERROR).
         raise InvalidRecordError(f"Unknown compression type id: {compression_type}")
-    if compression_type == CompressionType.NONE:
-        raise ValueError("NONE is not a codec: uncompressed records are not passed here")
-    return CompressionType(compression_type)
+    raise ValueError("NONE is not a codec: uncompressed records are not passed here")
 
 
 def _check_magic(magic: int) -> None:

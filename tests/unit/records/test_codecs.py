@@ -113,13 +113,16 @@ def test_bad_magic_and_max_size_are_our_bug() -> None:
 
 
 @pytest.mark.parametrize("codec", CODECS)
-def test_decompress_returns_a_new_bytearray(codec: int) -> None:
-    packed = codecs.compress(codec, b"hello")
-    first = codecs.decompress(codec, packed, max_size=5)
-    second = codecs.decompress(codec, packed, max_size=5)
-    assert type(first) is bytearray
-    assert first == second == b"hello"
-    assert first is not second
+@pytest.mark.parametrize("size", [5, 300_000])
+def test_decompress_returns_a_new_bytes_like(codec: int, size: int) -> None:
+    data = text(size)
+    packed = codecs.compress(codec, data)
+    for max_size in (size, 10 * size):  # tight: stepped paths; roomy: one-call paths
+        first = codecs.decompress(codec, packed, max_size=max_size)
+        second = codecs.decompress(codec, packed, max_size=max_size)
+        assert type(first) in (bytes, bytearray)
+        assert first == second == data
+        assert first is not second
 
 
 @pytest.mark.parametrize("codec", CODECS)
@@ -258,9 +261,9 @@ def test_gzip_bad_trailer() -> None:
     for payload in (bad_crc, bad_size):
         with pytest.raises(InvalidRecordError, match="gzip: corrupt gzip trailer"):
             gunzip(payload)
-    with pytest.raises(InvalidRecordError, match="gzip: truncated gzip trailer"):
+    with pytest.raises(InvalidRecordError, match="gzip: unexpected end of gzip stream"):
         gunzip(good[:-3])
-    with pytest.raises(InvalidRecordError, match="gzip: unexpected end of deflate data"):
+    with pytest.raises(InvalidRecordError, match="gzip: unexpected end of gzip stream"):
         gunzip(good[: len(good) // 2])
 
 
