@@ -14,7 +14,7 @@ import xxhash
 import zstandard
 
 from broker.errors import ErrorCode, InvalidRecordError
-from broker.records import codec_lz4, codec_snappy, codecs
+from broker.records import codec_lz4, codec_snappy, codec_zstd, codecs
 from broker.records.batch import MAGIC_V0, MAGIC_V1, MAGIC_V2, CompressionType
 
 GZIP = CompressionType.GZIP
@@ -149,7 +149,10 @@ def test_any_buffer_is_accepted(codec: int) -> None:
 )
 def test_round_trip_across_block_boundaries(codec: int, magic: int, size: int) -> None:
     data = text(size)
-    assert roundtrip(codec, data, magic) == data
+    packed = codecs.compress(codec, data, magic=magic)
+    # A tight limit takes the stepped paths, a roomy one the one-call paths.
+    for max_size in (size, 4 * size + 2):
+        assert codecs.decompress(codec, packed, max_size=max_size, magic=magic) == data
 
 
 @pytest.mark.parametrize("codec", CODECS)
@@ -202,7 +205,23 @@ def test_gzip_default_level_is_zlib_6() -> None:
 
 def test_gzip_multi_member() -> None:
     a, b = text(1000), os.urandom(70_000)
-    assert gunzip(gzip_member(a) + gzip_member(b) + gzip_member(b"")) == a + b
+    payload = gzip_member(a) + gzip_member(b) + gzip_member(b"")
+    assert gunzip(payload) == a + b
+    assert gunzip(payload, max_size=len(a + b)) == a + b
+    # the last member's ISIZE equals the first member's size: not a single member
+    assert gunzip(gzip_member(a) + gzip_member(a)) == a + a
+
+
+@pytest.mark.parametrize("wrong", [0, 1, 999, 1001, 10**6, 0xFFFFFFFF])
+def test_gzip_isize_is_only_a_hint(wrong: int) -> None:
+    data = text(1000)
+    member = gzip_member(data)
+    lying = member[:-4] + struct.pack("<I", wrong)
+    with pytest.raises(InvalidRecordError, match="gzip: corrupt gzip trailer"):
+        gunzip(lying)
+    # trailing bytes that are not a member spoil the hint but not the stream
+    for max_size in (len(data), BIG):
+        assert gunzip(member + struct.pack("<I", wrong), max_size=max_size) == data
 
 
 def test_gzip_optional_header_fields() -> None:
@@ -460,6 +479,20 @@ def test_zstd_concatenated_and_skippable_frames() -> None:
     skippable = struct.pack("<II", 0x184D2A5E, 5) + b"12345"
     payload = skippable + codecs.compress(ZSTD, a) + skippable + codecs.compress(ZSTD, b)
     assert unzstd(payload) == a + b
+
+
+def test_zstd_output_past_the_frames_bound_is_still_whole_and_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The walk's bound is an upper bound by RFC 8878 (no block regenerates
+    # more than its maximum); should a decoder ever produce more, the rest is
+    # read in bounded steps rather than lost.
+    data = text(3 * 1024 * 1024)
+    frame = codecs.compress(ZSTD, data)
+    monkeypatch.setattr(codec_zstd, "_scan", lambda _: (0, 1000))
+    assert unzstd(frame, max_size=len(data)) == data
+    with pytest.raises(InvalidRecordError, match=r"zstd: .*exceeds"):
+        unzstd(frame, max_size=len(data) - 1)
 
 
 def test_zstd_empty_input_is_an_empty_stream() -> None:
