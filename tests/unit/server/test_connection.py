@@ -18,8 +18,8 @@ class EchoHandler:
         self.seen: list[bytes] = []
         self.release = asyncio.Event()
 
-    def handle_frame(self, frame, conn):
-        data = bytes(frame)
+    def handle_frame(self, frame_view, conn):
+        data = bytes(frame_view)
         self.seen.append(data)
         if data.startswith(b"S"):
             return self._slow(data)
