@@ -87,7 +87,7 @@ class DecoderEmitter:
                 self.struct(self.spec.struct, "msg")
                 src.line("return msg, pos")
             where = f"{self.spec.name} v{self.version}: "
-            with src.block("except _FAILURES as exc"):
+            with src.block("except _DECODE_FAILURES as exc"):
                 src.line(f"raise _DecodeError({where!r} + str(exc)) from exc")
 
     # -- structs -------------------------------------------------------------

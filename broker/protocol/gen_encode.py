@@ -69,7 +69,7 @@ class EncoderEmitter:
                 if len(src.lines) == before:
                     src.line("pass")  # a version with nothing to write (ApiVersionsRequest v0)
             where = f"{self.spec.name} v{self.version}: "
-            with src.block("except _FAILURES as exc"):
+            with src.block("except _ENCODE_FAILURES as exc"):
                 src.line(f"raise _EncodeError({where!r} + repr(exc)) from exc")
             if self.segmented:
                 with src.block("if out or not segs"):

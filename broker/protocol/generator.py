@@ -60,7 +60,9 @@ _RUNTIME: dict[str, Any] = {
 
 _RUNTIME["_as_view"] = primitives.as_view
 # what a hostile buffer can make generated decoders raise (besides DecodeError)
-_RUNTIME["_FAILURES"] = (struct.error, IndexError, ValueError)
+_RUNTIME["_DECODE_FAILURES"] = (struct.error, IndexError, ValueError)
+# what a message object that does not fit its version makes encoders raise
+_RUNTIME["_ENCODE_FAILURES"] = (struct.error, AttributeError, TypeError, ValueError, OverflowError)
 
 
 def generated_classes(spec: MessageSpec) -> dict[str, type[Data]]:
