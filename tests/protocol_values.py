@@ -5,8 +5,7 @@ Strategies are generated from the same schemas as the codec: for a
 (nullable ones also None, tagged structs also None), every other field keeps
 its default. ``canonical`` turns a message into nested tuples of the fields
 a version carries, so two messages compare equal exactly when they encode
-the same; ``to_positional`` / ``from_positional`` convert to and from the
-nested-tuple values of kafka-python's hand-written classes.
+the same.
 """
 
 from __future__ import annotations
@@ -129,37 +128,3 @@ def _canon_field(codec: MessageCodec, f: Field, value: Any, version: int) -> Any
     if t in ("bytes", "records"):
         return bytes(value)
     return value
-
-
-def to_positional(msg: Data, version: int) -> list[Any]:
-    """Values of the untagged fields ``version`` carries, in order, arrays as lists of lists."""
-    codec = CODECS[type(msg).__qualname__.split(".")[0]]
-    return _pos_struct(codec.spec.struct, msg, version)
-
-
-def _pos_struct(s: StructSpec, value: Any, version: int) -> list[Any]:
-    out = []
-    for f in s.fields:
-        if not f.present_in(version) or f.tagged_in(version):
-            continue
-        v = getattr(value, f.name)
-        if isinstance(f.type, ArrayOf) and isinstance(f.type.item, StructSpec) and v is not None:
-            v = [_pos_struct(f.type.item, item, version) for item in v]
-        out.append(v)
-    return out
-
-
-def from_positional(name: str, values: Any, version: int) -> Data:
-    codec = CODECS[name]
-    return _from_pos(codec, codec.spec.struct, values, version)
-
-
-def _from_pos(codec: MessageCodec, s: StructSpec, values: Any, version: int) -> Data:
-    kwargs = {}
-    fields = [f for f in s.fields if f.present_in(version) and not f.tagged_in(version)]
-    assert len(fields) == len(values), (s.name, [f.name for f in fields], values)
-    for f, v in zip(fields, values, strict=True):
-        if isinstance(f.type, ArrayOf) and isinstance(f.type.item, StructSpec) and v is not None:
-            v = [_from_pos(codec, f.type.item, item, version) for item in v]
-        kwargs[f.name] = v
-    return codec.classes[s.name](**kwargs)

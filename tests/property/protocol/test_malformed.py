@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import struct
 import tracemalloc
 
@@ -26,10 +27,9 @@ MESSAGE_VERSION = st.sampled_from(CASES)
 
 
 def decodes_or_rejects(name: str, version: int, buf: bytes) -> None:
-    try:
+    """Decoding may succeed or raise DecodeError; anything else fails the test."""
+    with contextlib.suppress(DecodeError):
         CODECS[name].decoder(version)(buf, 0)
-    except DecodeError:
-        pass
 
 
 @settings(max_examples=400, deadline=None)
