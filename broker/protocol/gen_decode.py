@@ -109,16 +109,17 @@ class DecoderEmitter:
                 var = src.var()
                 args.append(var)
                 self.field(f, var, run)
-        run.flush()
         if self.flexible:
-            self.tagged_fields(s, tagged)
+            self.tagged_fields(s, tagged, run)
+        run.flush()
         src.line(f"{target} = {self.class_names[s.name]}({', '.join(args)})")
 
-    def tagged_fields(self, s: StructSpec, known: list[tuple[Field, str]]) -> None:
+    def tagged_fields(self, s: StructSpec, known: list[tuple[Field, str]], run: ReadRun) -> None:
         src = self.src
         count = src.var("k")
-        self.uvarint(count)
-        with src.block(f"for _ in range({count})"):
+        run.add_uvarint(count)
+        # the count is almost always 0: skip building an empty loop
+        with src.block(f"if {count}"), src.block(f"for _ in range({count})"):
             tag, size, stop = src.var("tag"), src.var("sz"), src.var("e")
             src.line(f"{tag}, pos = _read_uvarint(buf, pos)")
             src.line(f"{size}, pos = _read_uvarint(buf, pos)")
@@ -151,8 +152,7 @@ class DecoderEmitter:
         # variable length: a length/count prefix, then the body
         n = self.src.var("n")
         if compact:
-            run.flush()
-            self.uvarint(n)
+            run.add_uvarint(n, often_long=t in ("records", "bytes"))
             self.src.line(f"{n} -= 1")
         else:
             run.add("h" if t == "string" else "i", n)
@@ -200,7 +200,12 @@ class DecoderEmitter:
             f"array {f.name}: count does not fit in the remaining bytes",
         )
         if isinstance(item, str) and item in CODES and item != "uuid":
-            src.line(f"{var} = _read_fixed_array({CODES[item]!r}, buf, pos, {n})")
+            code = CODES[item]
+            unpackers = src.array_packers(code, unpack=True)
+            with src.block(f"if {n} <= 32"):
+                src.line(f"{var} = list({unpackers}[{n}](buf, pos))")
+            with src.block("else"):
+                src.line(f"{var} = _read_fixed_array({code!r}, buf, pos, {n})")
             src.line(f"pos += {n} * {least}")
             return
         src.line(f"{var} = []")

@@ -188,7 +188,19 @@ class EncoderEmitter:
 
     def body(self, f: Field, t: str | ArrayOf, value: str, length: str, compact: bool) -> None:
         src = self.src
-        if t in ("string", "bytes"):
+        if (
+            isinstance(t, ArrayOf)
+            and isinstance(t.item, str)
+            and t.item in CODES
+            and t.item != "uuid"
+        ):
+            code = CODES[t.item]
+            packers = src.array_packers(code, unpack=False)
+            with src.block(f"if {length} <= 32"):
+                src.line(f"out += {packers}[{length}](*{value})")
+            with src.block("else"):
+                src.line(f"out += _pack_fixed_array({code!r}, {value})")
+        elif t in ("string", "bytes"):
             src.line(f"out += {value}")
         elif t == "records":
             if not self.segmented:
@@ -204,9 +216,6 @@ class EncoderEmitter:
     def array_body(self, f: Field, t: ArrayOf, value: str, compact: bool) -> None:
         src = self.src
         item = t.item
-        if isinstance(item, str) and item in CODES and item != "uuid":
-            src.line(f"out += _pack_fixed_array({CODES[item]!r}, {value})")
-            return
         elem = src.var("x")
         with src.block(f"for {elem} in {value}"):
             run = WriteRun(src)

@@ -91,6 +91,22 @@ def decode(cls: type[Data], version: int, buf: ReadableBuffer, pos: int = 0) -> 
     return _BY_CLASS[cls].decoder(version)(buf, pos)[0]
 
 
+#: per API key and version: (response class, encoder, bytes of size + response header)
+_RESPONSE_PLANS: dict[int, dict[int, tuple[type[Data], Encoder, int]]] = {
+    key: {} for key in _RESPONSES
+}
+_SIZE_AND_ID_INTO = struct.Struct(">ii").pack_into
+
+
+def _response_plan(api_key: int, api_version: int) -> tuple[type[Data], Encoder, int]:
+    codec = _RESPONSES[api_key]
+    # size + correlation id, and for response header v1 one zero byte: its empty tag buffer
+    head = 9 if response_header_version(api_key, api_version) >= 1 else 8
+    plan = (codec.cls, codec.encoder(api_version), head)
+    _RESPONSE_PLANS[api_key][api_version] = plan
+    return plan
+
+
 def encode_response(
     header: RequestHeader, response: Data, *, version: int | None = None
 ) -> Encoded:
@@ -99,17 +115,18 @@ def encode_response(
     ``version`` overrides the request's version: an ApiVersions request of an
     unsupported version is answered with a v0 body (``RequestContext.parseRequest``).
     """
-    api_key = header.api_key
     api_version = header.api_version if version is None else version
-    codec = _RESPONSES[api_key]
-    if type(response) is not codec.cls:
-        raise EncodeError(f"{type(response).__qualname__} is not the response of API {api_key}")
-    out = bytearray(8)
-    _SIZE_PREFIX(out, 4, header.correlation_id)
-    if response_header_version(api_key, api_version) >= 1:
-        out.append(0)
-    segments, size = codec.encoder(api_version)(response, out)
-    _SIZE_PREFIX(out, 0, size - 4)
+    try:
+        cls, encoder, head = _RESPONSE_PLANS[header.api_key][api_version]
+    except KeyError:
+        cls, encoder, head = _response_plan(header.api_key, api_version)
+    if type(response) is not cls:
+        raise EncodeError(
+            f"{type(response).__qualname__} is not the response of API {header.api_key}"
+        )
+    out = bytearray(head)
+    segments, size = encoder(response, out)
+    _SIZE_AND_ID_INTO(out, 0, size - 4, header.correlation_id)
     return Encoded(segments, size)
 
 

@@ -30,7 +30,7 @@ neither allocate nor loop in proportion to itself.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from broker.errors import InvalidRequestError, UnknownServerError
 from broker.records.buffers import ReadableBuffer
@@ -42,6 +42,8 @@ MAX_UVARINT_BYTES = 5
 MAX_STRING_LENGTH = 0x7FFF
 
 _UVARINT_1 = [bytes((i,)) for i in range(128)]
+_TWO_BYTES = struct.Struct(">BB").pack
+_THREE_BYTES = struct.Struct(">BBB").pack
 
 
 class DecodeError(InvalidRequestError):
@@ -61,28 +63,46 @@ def as_view(buf: ReadableBuffer) -> memoryview:
 
 
 def read_uvarint(buf: ReadableBuffer, pos: int) -> tuple[int, int]:
-    """Decode an unsigned varint at ``pos``; returns (value, next position)."""
-    value = 0
-    shift = 0
-    end = len(buf)
-    for _ in range(MAX_UVARINT_BYTES):
-        if pos >= end:
-            raise DecodeError("unsigned varint runs past the end of the buffer")
+    """Decode an unsigned varint at ``pos``; returns (value, next position).
+
+    Unrolled: the generated decoders call this for every length that does
+    not fit one byte (a record set of 1 KiB already needs two).
+    """
+    try:
         b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
+        if b < 0x80:
+            return b, pos + 1
+        value = b & 0x7F
+        b = buf[pos + 1]
+        if b < 0x80:
+            return value | b << 7, pos + 2
+        value |= (b & 0x7F) << 7
+        b = buf[pos + 2]
+        if b < 0x80:
+            return value | b << 14, pos + 3
+        value |= (b & 0x7F) << 14
+        b = buf[pos + 3]
+        if b < 0x80:
+            return value | b << 21, pos + 4
+        value |= (b & 0x7F) << 21
+        b = buf[pos + 4]
+        if b < 0x80:
+            return value | b << 28, pos + 5
+    except IndexError:
+        raise DecodeError("unsigned varint runs past the end of the buffer") from None
     raise DecodeError("unsigned varint is longer than 5 bytes")
 
 
 def uvarint(value: int) -> bytes:
     """Encode ``value`` (0 <= value < 2**32) as an unsigned varint."""
-    if value < 128:
+    if value < 0x80:
         if value < 0:
             raise EncodeError(f"negative unsigned varint {value}")
         return _UVARINT_1[value]
+    if value < 0x4000:
+        return _TWO_BYTES(value & 0x7F | 0x80, value >> 7)
+    if value < 0x200000:
+        return _THREE_BYTES(value & 0x7F | 0x80, value >> 7 & 0x7F | 0x80, value >> 14)
     if value > 0xFFFFFFFF:
         raise EncodeError(f"unsigned varint {value} does not fit 32 bits")
     out = bytearray()
@@ -93,14 +113,40 @@ def uvarint(value: int) -> bytes:
     return bytes(out)
 
 
+#: compiled structs for short fixed-size arrays (replica lists, partition ids), by
+#: (code, count); longer arrays are rare and go through struct's own format cache
+_ARRAY_STRUCTS: dict[tuple[str, int], struct.Struct] = {}
+_CACHED_COUNT = 32  # the generated code indexes lists of this many + 1
+
+
+def _array_struct(code: str, count: int) -> struct.Struct:
+    try:
+        return _ARRAY_STRUCTS[code, count]
+    except KeyError:
+        compiled = struct.Struct(f">{count}{code}")
+        if count <= _CACHED_COUNT:
+            _ARRAY_STRUCTS[code, count] = compiled
+        return compiled
+
+
+def array_packers(code: str) -> list[Callable[..., bytes]]:
+    """``pack`` of the structs for 0..32 items of ``code`` (indexed by count)."""
+    return [_array_struct(code, n).pack for n in range(_CACHED_COUNT + 1)]
+
+
+def array_unpackers(code: str) -> list[Callable[..., tuple[object, ...]]]:
+    """``unpack_from`` of the structs for 0..32 items of ``code`` (indexed by count)."""
+    return [_array_struct(code, n).unpack_from for n in range(_CACHED_COUNT + 1)]
+
+
 def read_fixed_array(code: str, buf: ReadableBuffer, pos: int, count: int) -> list[object]:
     """``count`` fixed-size items of struct ``code`` (the caller checked the bytes remain)."""
-    return list(struct.unpack_from(f">{count}{code}", buf, pos))
+    return list(_array_struct(code, count).unpack_from(buf, pos))
 
 
 def pack_fixed_array(code: str, values: Sequence[object]) -> bytes:
     """The items of a fixed-size primitive array, without its count."""
-    return struct.pack(f">{len(values)}{code}", *values)
+    return _array_struct(code, len(values)).pack(*values)
 
 
 def string_too_long(length: int, name: str) -> None:

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from broker.protocol import primitives
+
 
 class Source:
     def __init__(self, namespace: dict[str, Any]) -> None:
@@ -68,12 +70,31 @@ class Source:
             self.namespace[names[key]] = getattr(struct.Struct(fmt), method)
         return str(names[key])
 
+    def array_packers(self, code: str, *, unpack: bool) -> str:
+        """Name of a list of (un)packers for 0..32 items of ``code``, indexed by count."""
+        name = f"_ua_{code}" if unpack else f"_pa_{code}"
+        if name not in self.namespace:
+            make = primitives.array_unpackers if unpack else primitives.array_packers
+            self.namespace[name] = make(code)
+        return name
+
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"
 
 
+# mark a run's last item as the first byte of a varint
+_UVARINT = "uvarint"
+_UVARINT_LONG = "uvarint, often two bytes"
+
+
 class ReadRun:
-    """Pending fixed-size reads: ``(struct code, target variable, post-conversion)``."""
+    """Pending fixed-size reads: ``(struct code, target variable, post-conversion)``.
+
+    :meth:`add_uvarint` ends a run with the first byte of an unsigned varint
+    (a compact length or a tagged-field count, almost always one byte): it is
+    read with the run, and only a byte with the continuation bit set sends
+    the decoder back to read the whole varint from that byte.
+    """
 
     def __init__(self, src: Source) -> None:
         self.src = src
@@ -82,19 +103,36 @@ class ReadRun:
     def add(self, code: str, var: str, post: str | None = None) -> None:
         self.items.append((code, var, post))
 
+    def add_uvarint(self, var: str, *, often_long: bool = False) -> None:
+        """``often_long``: inline the two-byte case too (record set and bytes lengths)."""
+        self.items.append(("B", var, _UVARINT_LONG if often_long else _UVARINT))
+        self.flush()
+
     def flush(self) -> None:
         if not self.items:
             return
         fmt = ">" + "".join(code for code, _, _ in self.items)
         unpack = self.src.unpacker(fmt)
         targets = [var for _, var, _ in self.items]
-        if len(targets) == 1:
+        if fmt == ">B":  # one byte: indexing is cheaper than a struct call
+            self.src.line(f"{targets[0]} = buf[pos]")
+        elif len(targets) == 1:
             self.src.line(f"{targets[0]} = {unpack}(buf, pos)[0]")
         else:
             self.src.line(f"{', '.join(targets)} = {unpack}(buf, pos)")
         self.src.line(f"pos += {struct.calcsize(fmt)}")
         for _, var, post in self.items:
-            if post is not None:
+            if post is _UVARINT:
+                with self.src.block(f"if {var} > 127"):
+                    self.src.line(f"{var}, pos = _read_uvarint(buf, pos - 1)")
+            elif post is _UVARINT_LONG:
+                with self.src.block(f"if {var} > 127"):
+                    with self.src.block("if buf[pos] < 128"):
+                        self.src.line(f"{var} = {var} & 127 | buf[pos] << 7")
+                        self.src.line("pos += 1")
+                    with self.src.block("else"):
+                        self.src.line(f"{var}, pos = _read_uvarint(buf, pos - 1)")
+            elif post is not None:
                 self.src.line(f"{var} = {post.format(var)}")
         self.items = []
 
