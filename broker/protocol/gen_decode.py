@@ -24,10 +24,15 @@ loops, with no per-field interpretation left at run time. For
 
 Fixed-size fields and the INT16/INT32 length or count prefix of the next
 variable-length field are read by one ``unpack_from`` ("runs", see
-``source.py``). Semantics follow Kafka's ``MessageDataGenerator``: a
-negative length or count is null where the field is nullable and an error
-where it is not; strings longer than 0x7FFF bytes are an error; an array
-count must fit in the remaining bytes. We are stricter in two places (see
+``source.py``); in flexible versions the first byte of the UNSIGNED_VARINT
+prefix (or of a tag-buffer count) joins the run, and only a byte with its
+continuation bit set costs more (inline for record-set lengths, which
+usually take two bytes; a call to ``read_uvarint`` otherwise).
+
+Semantics follow Kafka's ``MessageDataGenerator``: a negative length or
+count is null where the field is nullable and an error where it is not;
+strings longer than 0x7FFF bytes are an error; an array count must fit in
+the remaining bytes. We are stricter in two places (see
 ``docs/deviations.md``): malformed UTF-8 is an error (Java substitutes
 U+FFFD), and a known tagged field must fill exactly the size its tag header
 announces. Unknown tags are skipped, also tags Kafka knows only in other
@@ -221,11 +226,11 @@ class DecoderEmitter:
                 run.flush()
             else:
                 m = src.var("n")
+                run = ReadRun(src)
                 if compact:
-                    self.uvarint(m)
+                    run.add_uvarint(m)
                     src.line(f"{m} -= 1")
                 else:
-                    run = ReadRun(src)
                     run.add("h" if item == "string" else "i", m)
                     run.flush()
                 self.fail_if(f"{m} < 0", f"array {f.name}: null element")
@@ -233,13 +238,6 @@ class DecoderEmitter:
             src.line(f"{append}({elem})")
 
     # -- helpers -------------------------------------------------------------
-
-    def uvarint(self, var: str) -> None:
-        """Inline fast path for one-byte unsigned varints (almost every length)."""
-        self.src.line(f"{var} = buf[pos]")
-        self.src.line("pos += 1")
-        with self.src.block(f"if {var} > 127"):
-            self.src.line(f"{var}, pos = _read_uvarint(buf, pos - 1)")
 
     def fail_if(self, condition: str, message: str) -> None:
         with self.src.block(f"if {condition}"):
