@@ -35,7 +35,7 @@ from broker.protocol.header import (
     parse_response_header,
     response_header_version,
 )
-from broker.protocol.primitives import EncodeError
+from broker.protocol.primitives import DecodeError, EncodeError
 from broker.records.buffers import ReadableBuffer
 
 _INT32 = struct.Struct(">i")
@@ -58,9 +58,21 @@ def codec_for(message: Data) -> MessageCodec:
         raise EncodeError(f"{type(message).__qualname__} is not a top-level message") from None
 
 
+def _request_codec(api_key: int) -> MessageCodec:
+    try:
+        return _REQUESTS[api_key]
+    except KeyError:
+        # RequestHeader.parse: InvalidRequestException("Unknown API key ...")
+        raise DecodeError(f"Unknown API key {api_key}") from None
+
+
 def request_decoder(api_key: int, api_version: int) -> Decoder:
-    """The decoder of an API's request body; UnsupportedVersionError outside its range."""
-    return _REQUESTS[api_key].decoder(api_version)
+    """The decoder of an API's request body.
+
+    DecodeError (INVALID_REQUEST) for an API key we do not serve,
+    UnsupportedVersionError for a version outside the API's range.
+    """
+    return _request_codec(api_key).decoder(api_version)
 
 
 def response_encoder(api_key: int, api_version: int) -> Encoder:
@@ -77,7 +89,7 @@ def response_decoder(api_key: int, api_version: int) -> Decoder:
 
 def decode_request(header: RequestHeader, frame: ReadableBuffer) -> Data:
     """The body of a request frame whose header is ``header`` (trailing bytes ignored, as Kafka)."""
-    return _REQUESTS[header.api_key].decoder(header.api_version)(frame, header.size)[0]
+    return _request_codec(header.api_key).decoder(header.api_version)(frame, header.size)[0]
 
 
 def encode(message: Data, version: int) -> Encoded:
@@ -99,7 +111,9 @@ _SIZE_AND_ID_INTO = struct.Struct(">ii").pack_into
 
 
 def _response_plan(api_key: int, api_version: int) -> tuple[type[Data], Encoder, int]:
-    codec = _RESPONSES[api_key]
+    codec = _RESPONSES.get(api_key)
+    if codec is None:
+        raise EncodeError(f"no response encoder for API key {api_key}")
     # size + correlation id, and for response header v1 one zero byte: its empty tag buffer
     head = 9 if response_header_version(api_key, api_version) >= 1 else 8
     plan = (codec.cls, codec.encoder(api_version), head)
@@ -118,7 +132,7 @@ def encode_response(
     api_version = header.api_version if version is None else version
     try:
         cls, encoder, head = _RESPONSE_PLANS[header.api_key][api_version]
-    except KeyError:
+    except KeyError:  # first use of this version, or an API we do not serve
         cls, encoder, head = _response_plan(header.api_key, api_version)
     if type(response) is not cls:
         raise EncodeError(

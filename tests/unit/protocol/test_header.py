@@ -146,3 +146,11 @@ def test_encode_response_rejects_the_wrong_message():
     header = parse_request_header(encode_request_header(3, 1, 1, "c"))
     with pytest.raises(EncodeError, match="not the response of API 3"):
         encode_response(header, ProduceResponse())
+
+
+def test_an_api_we_do_not_serve_is_an_invalid_request():
+    header = parse_request_header(struct.pack(">hhih", 999, 0, 5, 0) + b"body")
+    with pytest.raises(DecodeError, match="Unknown API key 999"):
+        decode_request(header, b"")
+    with pytest.raises(EncodeError):
+        encode_response(header, ProduceResponse())
