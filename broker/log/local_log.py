@@ -342,6 +342,12 @@ class LocalLog:
                     return False
                 end = target + 1 if include_empty_active else target
                 segments = self.segments.values(start, end) if start < end else []
+                if include_empty_active:
+                    # like Kafka's segment flush, which opens (creates) lazy indexes;
+                    # only the owner thread asks for this (shutdown)
+                    for segment in segments:
+                        segment.offset_index.flush()
+                        segment.time_index.flush()
                 handles: list[tuple[int, list[int]]] = []
                 try:
                     for segment in segments:

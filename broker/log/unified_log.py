@@ -364,7 +364,11 @@ class UnifiedLog:
         if segment.should_roll(
             config.max_segment_ms, config.segment_bytes, max_ts, last_offset, size, self._time_ms()
         ):
-            segment = self.roll(first_offset)
+            # UnifiedLog.maybeRoll: the first offset when the batch header has it (v2),
+            # else last offset - Int.MAX (a lower bound for v0/v1 wrappers); the roll
+            # itself never goes below the LEO
+            roll_offset = first.base_offset if first.magic >= MAGIC_V2 else last_offset - INT_MAX
+            segment = self.roll(roll_offset)
         return PendingAppend(
             view,
             batches,

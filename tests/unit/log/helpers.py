@@ -76,7 +76,12 @@ def entry_offsets(data: bytes) -> list[int]:
 
     out = []
     for entry in iter_file_entries(data):
-        out.extend(o for o, _ in iter_record_offsets_timestamps(data[entry.position : entry.position + entry.size_in_bytes]))
+        out.extend(
+            o
+            for o, _ in iter_record_offsets_timestamps(
+                data[entry.position : entry.position + entry.size_in_bytes]
+            )
+        )
     return out
 
 

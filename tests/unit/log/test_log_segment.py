@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from broker.config import TopicConfig
+from broker.log.checkpoints import EpochEntry
 from broker.log.errors import LogSegmentOffsetOverflowError
 from broker.log.leader_epoch import LeaderEpochCache
-from broker.log.checkpoints import EpochEntry
 from broker.log.producer_state import ProducerStateManager
 from broker.log.segment import LogSegment
 from broker.records.batch import NO_TIMESTAMP
@@ -240,7 +240,9 @@ def test_recovery_rebuilds_epoch_cache(tmp_path: Path) -> None:
     cache_dir.mkdir()
     cache = LeaderEpochCache(cache_dir)
     for base, epoch in ((104, 0), (106, 1), (108, 1), (110, 2)):
-        seg.append(base + 1, NO_TIMESTAMP, base, v2_batch(base, [b"a", b"b"], partition_leader_epoch=epoch))
+        seg.append(
+            base + 1, NO_TIMESTAMP, base, v2_batch(base, [b"a", b"b"], partition_leader_epoch=epoch)
+        )
     seg.recover(ProducerStateManager(tmp_path), cache)
     assert cache.entries() == [EpochEntry(0, 104), EpochEntry(1, 106), EpochEntry(2, 110)]
 
@@ -295,7 +297,9 @@ def test_create_with_init_file_size_append_message(tmp_path: Path) -> None:
 
 def test_create_with_init_file_size_clear_shutdown(tmp_path: Path) -> None:
     config = _preallocated_config()
-    seg = LogSegment.open(tmp_path, 40, config, MockTime(), init_file_size=512 * 1024 * 1024, preallocate=True)
+    seg = LogSegment.open(
+        tmp_path, 40, config, MockTime(), init_file_size=512 * 1024 * 1024, preallocate=True
+    )
     seg.append(51, NO_TIMESTAMP, -1, v1_records(50, "hello", "there"))
     ms2 = v1_records(60, "alpha", "beta")
     seg.append(61, NO_TIMESTAMP, -1, ms2)
@@ -318,7 +322,9 @@ def test_create_with_init_file_size_clear_shutdown(tmp_path: Path) -> None:
 def test_should_truncate_even_if_offset_points_to_a_gap_in_the_log(tmp_path: Path) -> None:
     seg = create_segment(tmp_path, 40)
     offset = 40
-    seg.append(offset, NO_TIMESTAMP, -1, v2_batch(offset, [b"first message"], base_timestamp=offset * 1000))
+    seg.append(
+        offset, NO_TIMESTAMP, -1, v2_batch(offset, [b"first message"], base_timestamp=offset * 1000)
+    )
     seg.append(offset + 3, NO_TIMESTAMP, -1, v2_batch(offset + 3, [b"message after gap"]))
     seg.truncate_to(offset + 1)
     read = seg.read(offset, 10000)

@@ -81,7 +81,10 @@ def test_sanity_check(tmp_path: Path, idx: TimeIndex) -> None:
 
     # last timestamp < first timestamp
     (tmp_path / "t2").write_bytes(
-        (20).to_bytes(8, "big") + (1).to_bytes(4, "big") + (10).to_bytes(8, "big") + (2).to_bytes(4, "big")
+        (20).to_bytes(8, "big")
+        + (1).to_bytes(4, "big")
+        + (10).to_bytes(8, "big")
+        + (2).to_bytes(4, "big")
     )
     decreasing = TimeIndex(tmp_path / "t2", BASE_OFFSET, MAX_ENTRIES * 12)
     with pytest.raises(CorruptIndexError):
