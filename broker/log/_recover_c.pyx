@@ -1,9 +1,17 @@
 # cython: language_level=3
 """Compiled twin of ``_recover_py.py``: same function, same results.
 
-Header fields are decoded from the mapped bytes in C; the CRCs are the same
-library calls as in the reference (``crc32c.crc32c`` releases the GIL and
-runs at memory speed, ``zlib.crc32`` likewise).
+Header fields are decoded from the mapped bytes in C. CRC-32C runs in C
+too: the SSE4.2 ``crc32`` instruction has a latency of 3 cycles but a
+throughput of 1 per cycle, so three interleaved streams run ~3x faster
+than one (the ``crc32c`` package is a single stream, ~6 GB/s here, which
+alone would take most of the recovery budget of 2x a sequential read).
+Each block of 3 x L bytes is cut in three parts A, B, C, computed side by
+side (B and C from a zero register) and combined as
+``Z_L(Z_L(A) ^ B) ^ C`` where ``Z_L`` is the linear operator "append L zero
+bytes", applied with four 256-entry tables built at import (Mark Adler's
+crc32c.c scheme, L = 4096 and 256). Without SSE4.2 at run time the
+``crc32c`` package is used. Legacy CRC-32 stays with ``zlib.crc32``.
 """
 
 import zlib
@@ -11,6 +19,109 @@ import zlib
 from crc32c import crc32c
 
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    #define BROKER_HAVE_SSE42_PATH 1
+    #include <nmmintrin.h>
+    static uint32_t broker_shift_long[4][256];
+    static uint32_t broker_shift_short[4][256];
+    #define BROKER_LONG 4096
+    #define BROKER_SHORT 256
+
+    __attribute__((target("sse4.2")))
+    static uint32_t broker_zeros(uint32_t crc, size_t n) {
+        uint64_t c = crc;
+        for (size_t i = 0; i < n / 8; i++) c = _mm_crc32_u64(c, 0);
+        return (uint32_t)c;
+    }
+
+    __attribute__((target("sse4.2")))
+    static void broker_crc_init(void) {
+        for (int k = 0; k < 4; k++) {
+            for (uint32_t v = 0; v < 256; v++) {
+                broker_shift_long[k][v] = broker_zeros(v << (8 * k), BROKER_LONG);
+                broker_shift_short[k][v] = broker_zeros(v << (8 * k), BROKER_SHORT);
+            }
+        }
+    }
+
+    static inline uint32_t broker_shift(uint32_t t[4][256], uint32_t crc) {
+        return t[0][crc & 0xff] ^ t[1][(crc >> 8) & 0xff] ^ t[2][(crc >> 16) & 0xff] ^ t[3][crc >> 24];
+    }
+
+    __attribute__((target("sse4.2")))
+    static uint32_t broker_crc32c(const unsigned char *p, size_t n) {
+        uint64_t c0 = 0xffffffffu;
+        while (n >= 3 * BROKER_LONG) {
+            uint64_t c1 = 0, c2 = 0;
+            const unsigned char *end = p + BROKER_LONG;
+            do {
+                uint64_t a, b, d;
+                memcpy(&a, p, 8); memcpy(&b, p + BROKER_LONG, 8); memcpy(&d, p + 2 * BROKER_LONG, 8);
+                c0 = _mm_crc32_u64(c0, a); c1 = _mm_crc32_u64(c1, b); c2 = _mm_crc32_u64(c2, d);
+                p += 8;
+            } while (p < end);
+            c0 = broker_shift(broker_shift_long, (uint32_t)c0) ^ (uint32_t)c1;
+            c0 = broker_shift(broker_shift_long, (uint32_t)c0) ^ (uint32_t)c2;
+            p += 2 * BROKER_LONG;
+            n -= 3 * BROKER_LONG;
+        }
+        while (n >= 3 * BROKER_SHORT) {
+            uint64_t c1 = 0, c2 = 0;
+            const unsigned char *end = p + BROKER_SHORT;
+            do {
+                uint64_t a, b, d;
+                memcpy(&a, p, 8); memcpy(&b, p + BROKER_SHORT, 8); memcpy(&d, p + 2 * BROKER_SHORT, 8);
+                c0 = _mm_crc32_u64(c0, a); c1 = _mm_crc32_u64(c1, b); c2 = _mm_crc32_u64(c2, d);
+                p += 8;
+            } while (p < end);
+            c0 = broker_shift(broker_shift_short, (uint32_t)c0) ^ (uint32_t)c1;
+            c0 = broker_shift(broker_shift_short, (uint32_t)c0) ^ (uint32_t)c2;
+            p += 2 * BROKER_SHORT;
+            n -= 3 * BROKER_SHORT;
+        }
+        while (n >= 8) {
+            uint64_t a;
+            memcpy(&a, p, 8);
+            c0 = _mm_crc32_u64(c0, a);
+            p += 8; n -= 8;
+        }
+        uint32_t c = (uint32_t)c0;
+        while (n > 0) { c = _mm_crc32_u8(c, *p); p++; n--; }
+        return c ^ 0xffffffffu;
+    }
+
+    static int broker_crc_available(void) {
+        __builtin_cpu_init();
+        if (!__builtin_cpu_supports("sse4.2")) return 0;
+        broker_crc_init();
+        return 1;
+    }
+    #else
+    static uint32_t broker_crc32c(const unsigned char *p, size_t n) { (void)p; (void)n; return 0; }
+    static int broker_crc_available(void) { return 0; }
+    #endif
+    """
+    uint32_t broker_crc32c(const unsigned char *p, size_t n) nogil
+    int broker_crc_available()
+
+cdef bint _FAST_CRC = broker_crc_available() != 0
+#: which CRC-32C runs here ("sse4.2-interleaved" or "crc32c-package")
+CRC32C_IMPLEMENTATION = "sse4.2-interleaved" if _FAST_CRC else "crc32c-package"
+
+
+def crc32c_of(data):
+    """CRC-32C of a buffer with the implementation this twin uses (for tests)."""
+    cdef const uint8_t[::1] b = data
+    if _FAST_CRC:
+        if b.shape[0] == 0:
+            return 0
+        return broker_crc32c(&b[0], b.shape[0])
+    return crc32c(data)
 
 cdef int64_t INT_MAX = 2147483647
 
@@ -59,11 +170,12 @@ def scan_segment(buf, Py_ssize_t start, Py_ssize_t end, int64_t base_offset,
     cdef int64_t offset_of_max_ts = base_offset
     cdef int64_t last_offset = prev_last_offset
     cdef int64_t offset, batch_base, batch_last, batch_max_ts, producer_id, relative
-    cdef int32_t size, epoch, last_delta, base_sequence
-    cdef int16_t attributes, producer_epoch
+    cdef int32_t size, epoch = -1, last_delta = 0, base_sequence = -1
+    cdef int16_t attributes = 0, producer_epoch = -1
     cdef Py_ssize_t total
     cdef int8_t magic
     cdef uint32_t crc
+    cdef bint ok
     cdef int64_t last_time_entry_ts = -1
     cdef bytearray offset_entries = bytearray()
     cdef bytearray time_entries = bytearray()
@@ -99,7 +211,11 @@ def scan_segment(buf, Py_ssize_t start, Py_ssize_t end, int64_t base_offset,
             producer_id = _i64(b, pos + 43)
             producer_epoch = _i16(b, pos + 51)
             base_sequence = _i32(b, pos + 53)
-            if crc32c(view[pos + 21 : pos + total]) != crc:
+            if _FAST_CRC:
+                ok = broker_crc32c(&b[pos + 21], total - 21) == crc
+            else:
+                ok = crc32c(view[pos + 21 : pos + total]) == crc
+            if not ok:
                 error = f"CRC-32C mismatch of the batch at position {pos}"
                 break
             if last_delta < 0 or batch_base <= last_offset:

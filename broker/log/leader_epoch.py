@@ -65,6 +65,9 @@ class LeaderEpochCache:
 
     def assign(self, epoch: int, start_offset: int) -> bool:
         """Add (epoch, start offset) if new; writes the checkpoint when it changed."""
+        epochs = self._epochs
+        if epochs and epochs[-1].epoch == epoch and start_offset >= epochs[-1].start_offset:
+            return False  # the common case of the append path: nothing new
         if self._assign(EpochEntry(epoch, start_offset)):
             self._write()
             return True

@@ -92,18 +92,26 @@ class LocalLog:
         self._unsynced_snapshots: list[Path] = []
         self._new_files_since_flush = True
         active = segments.active_segment
-        self._leo = LogOffsetMetadata(next_offset, active.base_offset, active.size)
+        # the LEO as a plain int on the append path; its metadata (segment,
+        # position) is derived on demand: the active segment's size is always
+        # the position of the LEO
+        self._leo_offset = next_offset
         self.topic_partition = files.parse_topic_partition_name(directory.name)
 
     # ---- offsets -------------------------------------------------------------------
 
     @property
     def log_end_offset(self) -> int:
-        return self._leo.message_offset
+        return self._leo_offset
 
     @property
     def log_end_offset_metadata(self) -> LogOffsetMetadata:
         return self._leo
+
+    @property
+    def _leo(self) -> LogOffsetMetadata:
+        active = self.segments.active_segment
+        return LogOffsetMetadata(self._leo_offset, active.base_offset, active.log.size)
 
     @property
     def recovery_point(self) -> int:
@@ -115,11 +123,10 @@ class LocalLog:
 
     @property
     def unflushed_messages(self) -> int:
-        return self._leo.message_offset - self._recovery_point
+        return self._leo_offset - self._recovery_point
 
     def update_log_end_offset(self, end_offset: int) -> None:
-        active = self.segments.active_segment
-        self._leo = LogOffsetMetadata(end_offset, active.base_offset, active.size)
+        self._leo_offset = end_offset
         if self._recovery_point > end_offset:
             with self._lock:
                 self._recovery_point = end_offset
@@ -137,9 +144,10 @@ class LocalLog:
         shallow_offset_of_max_timestamp: int,
         records: memoryview | bytes | bytearray,
     ) -> None:
-        segment = self.segments.active_segment
-        segment.append(last_offset, largest_timestamp, shallow_offset_of_max_timestamp, records)
-        self._leo = LogOffsetMetadata(last_offset + 1, segment.base_offset, segment.log.size)
+        self.segments.active_segment.append(
+            last_offset, largest_timestamp, shallow_offset_of_max_timestamp, records
+        )
+        self._leo_offset = last_offset + 1
 
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at max(expected, LEO) (``LocalLog.roll``)."""
@@ -216,7 +224,7 @@ class LocalLog:
     ) -> FetchDataInfo:
         """``LocalLog.read``: batches from ``start_offset`` as a file slice."""
         self.check_open()
-        end_offset = self._leo.message_offset
+        end_offset = self._leo_offset
         segment = self.segments.floor_segment(start_offset)
         if start_offset > end_offset or segment is None:
             raise OffsetOutOfRangeError(
@@ -337,7 +345,7 @@ class LocalLog:
                 if self._closed:
                     return False
                 start = self._recovery_point
-                target = self._leo.message_offset
+                target = self._leo_offset
                 if offset <= start and not include_empty_active:
                     return False
                 end = target + 1 if include_empty_active else target
@@ -392,7 +400,7 @@ class LocalLog:
                         os.close(fd)
             with self._lock:
                 if generation == self._truncations:
-                    new_point = min(target, self._leo.message_offset)
+                    new_point = min(target, self._leo_offset)
                     self._recovery_point = max(self._recovery_point, new_point)
                 self._last_flush_time = self._time_ms()
             return True

@@ -60,6 +60,10 @@ class LogSegments:
     def active_segment(self) -> LogSegment:
         return self._segments[-1]
 
+    def active(self) -> LogSegment:
+        """The active segment (a method: cheaper than the property on the append path)."""
+        return self._segments[-1]
+
     @property
     def first_segment(self) -> LogSegment | None:
         return self._segments[0] if self._segments else None

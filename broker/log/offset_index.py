@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from broker.log.errors import CorruptIndexError, IndexFullError, InvalidOffsetError
-from broker.log.index import AbstractIndex, IndexEntry
+from broker.log.index import INT_MAX, AbstractIndex, IndexEntry
 
 _ENTRY = struct.Struct(">ii")
 
@@ -84,6 +84,18 @@ class OffsetIndex(AbstractIndex):
         return self.entry(slot)
 
     def append(self, offset: int, position: int) -> None:
+        entries = self._entries
+        mm = self._mm
+        if (
+            mm is not None
+            and entries < self._max_entries
+            and offset > self._last_offset
+            and 0 <= offset - self.base_offset <= INT_MAX
+        ):  # the append path: an entry that fits and follows the last one
+            _ENTRY.pack_into(mm, entries * 8, offset - self.base_offset, position)
+            self._entries = entries + 1
+            self._last_offset = offset
+            return
         self._check_open()
         if self.is_full():
             raise IndexFullError(f"Attempt to append to a full index (size = {self._entries}).")

@@ -338,6 +338,7 @@ def load_log(  # noqa: PLR0917
     _remove_temp_files_and_swap(directory, config, time_ms)
     epoch_cache = LeaderEpochCache(directory)
     segments = LogSegments()
+    needs_rebuild: list[tuple[LogSegment, str]] = []
     for path in sorted(directory.iterdir()):
         if not path.is_file():
             continue
@@ -357,9 +358,16 @@ def load_log(  # noqa: PLR0917
             try:
                 segment.sanity_check(time_index_new)
             except (FileNotFoundError, CorruptIndexError) as exc:
-                logger.warning("Rebuilding the indexes of %s: %s", segment.log.path, exc)
-                recover_segment(segment, None, epoch_cache)
+                needs_rebuild.append((segment, str(exc)))
             segments.add(segment)
+    # a segment the unclean-shutdown pass below will recover anyway is not
+    # rebuilt twice (an untrimmed active segment always fails the checks)
+    unflushed_from = segments.values(recovery_point_checkpoint, 2**63 - 1)
+    first_unflushed = unflushed_from[0].base_offset if unflushed_from else 2**63 - 1
+    for segment, reason in needs_rebuild:
+        if had_clean_shutdown or segment.base_offset < first_unflushed:
+            logger.warning("Rebuilding the indexes of %s: %s", segment.log.path, reason)
+            recover_segment(segment, None, epoch_cache)
 
     recovery_psm = ProducerStateManager(directory, producer_id_expiration_ms)
     recovered = 0

@@ -230,19 +230,27 @@ class LogSegment:
         now: int,
     ) -> bool:
         """``LogSegment.shouldRoll`` (reference §3.4)."""
-        size = self.log.size
+        size = self.log._size
         if size > max_segment_bytes - messages_size:
             return True
-        if (
-            size > 0
-            and self.time_waited_for_roll(now, max_timestamp_in_messages)
-            > max_segment_ms - self.roll_jitter_ms
-        ):
-            return True
+        if size > 0:
+            ts = self._rolling_based_timestamp
+            if ts is None:
+                self._load_first_batch_timestamp()
+                ts = self._rolling_based_timestamp
+            waited = (
+                max_timestamp_in_messages - ts if ts is not None and ts >= 0 else now - self.created
+            )
+            if waited > max_segment_ms - self.roll_jitter_ms:
+                return True
+        offset_index = self._offset_index.get()
+        time_index = self._time_index.get()
+        relative = max_offset_in_messages - self.base_offset
         return (
-            self.offset_index.is_full()
-            or self.time_index.is_full()
-            or not self.can_convert_to_relative_offset(max_offset_in_messages)
+            offset_index._entries >= offset_index._max_entries
+            or time_index._entries >= time_index._max_entries - 1
+            or relative < 0
+            or relative > INT_MAX
         )
 
     def _load_first_batch_timestamp(self) -> None:
@@ -294,11 +302,12 @@ class LogSegment:
         if size == 0:
             return
         log = self.log
-        physical_position = log.size
+        physical_position = log._size
         if physical_position == 0:
             self._rolling_based_timestamp = largest_timestamp_ms
         offset_index = self._offset_index.get()
-        if not offset_index.can_append_offset(largest_offset):
+        relative = largest_offset - self.base_offset
+        if relative < 0 or relative > INT_MAX:
             raise LogSegmentOffsetOverflowError(self.base_offset, largest_offset)
         log.append(records)
         max_so_far = self._max_timestamp_and_offset
@@ -309,9 +318,12 @@ class LogSegment:
             self._max_timestamp_and_offset = max_so_far
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
             offset_index.append(largest_offset, physical_position)
-            self._time_index.get().maybe_append(max_so_far.timestamp, max_so_far.offset)
-            self._bytes_since_last_index_entry = 0
-        self._bytes_since_last_index_entry += size
+            time_index = self._time_index.get()
+            if max_so_far.timestamp > time_index._last.timestamp or time_index._entries == 0:
+                time_index.maybe_append(max_so_far.timestamp, max_so_far.offset)
+            self._bytes_since_last_index_entry = size
+        else:
+            self._bytes_since_last_index_entry += size
 
     # ---- reads ---------------------------------------------------------------------------
 

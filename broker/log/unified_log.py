@@ -107,9 +107,18 @@ class AppendBatch(NamedTuple):
 def parse_append_batches(view: memoryview) -> list[AppendBatch]:
     """Header facts of every batch of validated records (no record is read)."""
     size = view.nbytes
+    new = tuple.__new__
+    if size >= 61 and view[16] == MAGIC_V2:
+        h = _V2.unpack_from(view, 0)
+        if h[1] + 12 == size:  # one v2 batch: the common case of a produce request
+            return [
+                new(
+                    AppendBatch,
+                    (0, size, 2, h[0], h[0] + h[6], h[8], h[2], h[9], h[10], h[11], h[5]),
+                )
+            ]
     pos = 0
     out: list[AppendBatch] = []
-    new = tuple.__new__
     while pos < size:
         if size - pos < 17:
             raise CorruptRecordError(f"{size - pos} trailing bytes after the last batch")
@@ -187,6 +196,8 @@ class UnifiedLog:
         self._time_ms = time_ms
         self._pending_roll_flush = 0
         self.topic_id = topic_id
+        self._roll_config: TopicConfig | None = None
+        self._max_segment_ms = 0
 
     @classmethod
     def open(
@@ -360,9 +371,12 @@ class UnifiedLog:
                 f"{self.topic_partition}, which exceeds the maximum configured segment size of "
                 f"{config.segment_bytes}."
             )
-        segment = local.segments.active_segment
+        if self._roll_config is not config:  # TopicConfig.max_segment_ms is computed
+            self._roll_config = config
+            self._max_segment_ms = config.max_segment_ms
+        segment = local.segments.active()
         if segment.should_roll(
-            config.max_segment_ms, config.segment_bytes, max_ts, last_offset, size, self._time_ms()
+            self._max_segment_ms, config.segment_bytes, max_ts, last_offset, size, self._time_ms()
         ):
             # UnifiedLog.maybeRoll: the first offset when the batch header has it (v2),
             # else last offset - Int.MAX (a lower bound for v0/v1 wrappers); the roll
@@ -389,12 +403,14 @@ class UnifiedLog:
                 f"append prepared at offset {pending.first_offset} but the log end offset is "
                 f"{local.log_end_offset}"
             )
-        local.append(
+        # LocalLog.append, inlined: this is the hot path
+        local.segments.active().append(
             pending.last_offset,
             pending.max_timestamp,
             pending.shallow_offset_of_max_timestamp,
             pending.records,
         )
+        local._leo_offset = pending.last_offset + 1
         state = self.producer_state
         for batch in pending.batches:
             if batch.producer_id != -1 and batch.base_offset is not None:
