@@ -91,7 +91,6 @@ class LocalLog:
         self._delete_scheduler = delete_scheduler
         self._unsynced_snapshots: list[Path] = []
         self._new_files_since_flush = True
-        active = segments.active_segment
         # the LEO as a plain int on the append path; its metadata (segment,
         # position) is derived on demand: the active segment's size is always
         # the position of the LEO
