@@ -148,15 +148,22 @@ class FileRecords:
         """Write ``data`` at the logical end; returns the bytes written."""
         n = len(data)
         written = os.pwrite(self.fd, data, self._size)
-        if written != n:  # short write (disk full, signal): finish or raise
-            view = memoryview(data)
-            while written < n:
-                step = os.pwrite(self.fd, view[written:], self._size + written)
-                if step <= 0:
-                    raise OSError(f"short write to {self.path}")
-                written += step
+        if written != n:
+            self.finish_short_write(data, self._size, written)
         self._size += n
         return n
+
+    def finish_short_write(
+        self, data: memoryview | bytes | bytearray, position: int, written: int
+    ) -> None:
+        """Write the rest after a short ``pwrite`` (disk full, signal) or raise."""
+        view = memoryview(data)
+        n = view.nbytes
+        while written < n:
+            step = os.pwrite(self.fd, view[written:], position + written)
+            if step <= 0:
+                raise OSError(f"short write to {self.path}")
+            written += step
 
     def truncate_to(self, target_size: int) -> int:
         """Cut the file to ``target_size`` bytes; returns the bytes removed."""

@@ -309,7 +309,10 @@ class LogSegment:
         relative = largest_offset - self.base_offset
         if relative < 0 or relative > INT_MAX:
             raise LogSegmentOffsetOverflowError(self.base_offset, largest_offset)
-        log.append(records)
+        written = os.pwrite(log.fd, records, physical_position)  # FileRecords.append, inlined
+        if written != size:
+            log.finish_short_write(records, physical_position, written)
+        log._size = physical_position + size
         max_so_far = self._max_timestamp_and_offset
         if max_so_far is None:
             max_so_far = self.read_max_timestamp_and_offset_so_far()

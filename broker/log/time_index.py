@@ -28,7 +28,7 @@ from broker.log.errors import (
     IndexTimestampError,
     InvalidOffsetError,
 )
-from broker.log.index import AbstractIndex, IndexEntry
+from broker.log.index import INT_MAX, AbstractIndex, IndexEntry
 
 NO_TIMESTAMP = -1
 
@@ -91,6 +91,20 @@ class TimeIndex(AbstractIndex):
         An equal offset with an equal timestamp is the roll/close entry written
         twice and is ignored; a smaller offset or timestamp is a bug.
         """
+        last = self._last
+        mm = self._mm
+        entries = self._entries
+        if (
+            mm is not None
+            and timestamp > last.timestamp
+            and offset >= last.offset
+            and entries < self._max_entries - (0 if skip_full_check else 1)
+            and 0 <= offset - self.base_offset <= INT_MAX
+        ):  # the append path: a greater timestamp that fits
+            _ENTRY.pack_into(mm, entries * 12, timestamp, offset - self.base_offset)
+            self._entries = entries + 1
+            self._last = TimestampOffset(timestamp, offset)
+            return
         self._check_open()
         if not skip_full_check and self.is_full():
             raise IndexFullError(

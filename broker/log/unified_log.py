@@ -438,7 +438,41 @@ class UnifiedLog:
         )
 
     def append(self, records: memoryview | bytes | bytearray) -> LogAppendResult:
-        """prepare + commit, for callers without producer-state checks."""
+        """prepare + commit, for callers without producer-state checks.
+
+        The common case -- one v2 batch starting at the LEO, no producer id,
+        no roll -- takes a straight path with the same effects (this is the
+        produce hot path; everything else goes through the two steps).
+        """
+        view = records if isinstance(records, memoryview) else memoryview(records)
+        size = view.nbytes
+        local = self._local
+        if size >= 61 and view[16] == MAGIC_V2 and not local._closed:
+            h = _V2.unpack_from(view, 0)
+            base = h[0]
+            config = local.config
+            if (
+                h[1] + 12 == size
+                and h[9] == -1
+                and base == local._leo_offset
+                and size <= config.segment_bytes
+                and config is self._roll_config
+            ):
+                epoch = h[2]
+                if epoch >= 0:
+                    self.leader_epoch_cache.assign(epoch, base)
+                last = base + h[6]
+                max_ts = h[8]
+                segment = local.segments.active()
+                if not segment.should_roll(
+                    self._max_segment_ms, config.segment_bytes, max_ts, last, size, self._time_ms()
+                ):
+                    segment.append(last, max_ts, last, view)
+                    local._leo_offset = last + 1
+                    self.producer_state._last_map_offset = last + 1
+                    if last + 1 - local._recovery_point >= config.flush_messages:
+                        self.flush()
+                    return LogAppendResult(base, last, max_ts, last, self.log_start_offset)
         return self.commit_append(self.prepare_append(records))
 
     # ---- roll and flush -------------------------------------------------------------------------
