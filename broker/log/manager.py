@@ -35,6 +35,7 @@ import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 from broker.config import BrokerConfig, TopicConfig
 from broker.errors import KafkaStorageError, UnknownTopicOrPartitionError
@@ -59,6 +60,17 @@ logger = logging.getLogger(__name__)
 
 _PROCESS_LOCKS: set[str] = set()
 _PROCESS_LOCKS_GUARD = threading.Lock()
+
+
+class PartitionLogStats(NamedTuple):
+    """Kafka's ``Log`` gauges of one partition (reference §5.3)."""
+
+    topic: str
+    partition: int
+    log_end_offset: int
+    log_start_offset: int
+    size_bytes: int
+    num_segments: int
 
 
 class DirLock:
@@ -305,6 +317,24 @@ class LogManager:
             for tp in self._logs:
                 out[tp.topic] = out.get(tp.topic, 0) + 1
         return out
+
+    def log_stats(self) -> list[PartitionLogStats]:
+        """Gauges of every partition, read at scrape time (safe from any thread)."""
+        return [
+            PartitionLogStats(
+                tp.topic,
+                tp.partition,
+                log.log_end_offset,
+                log.log_start_offset,
+                log.size,
+                log.number_of_segments,
+            )
+            for tp, log in sorted(self._snapshot_logs().items())
+        ]
+
+    def _snapshot_logs(self) -> dict[TopicPartition, UnifiedLog]:
+        with self._lock:
+            return dict(self._logs)
 
     def topic_id(self, topic: str) -> bytes | None:
         return self._topic_ids.get(topic)
