@@ -28,7 +28,7 @@ def fill(manager: LogManager, tp: TopicPartition, n: int) -> None:
 def test_a_second_manager_on_the_same_dir_is_refused(tmp_path: Path) -> None:
     first = LogManager([tmp_path / "d"])
     first.startup()
-    with pytest.raises(LogDirLockedError, match="Failed to acquire lock on file .lock"):
+    with pytest.raises(LogDirLockedError, match=r"Failed to acquire lock on file \.lock"):
         LogManager([tmp_path / "d"]).startup()
     first.shutdown()
     second = LogManager([tmp_path / "d"])
