@@ -50,6 +50,7 @@ def test_a_second_process_on_the_same_dir_is_refused(tmp_path: Path) -> None:
     )
     result = subprocess.run(
         [sys.executable, "-c", code],
+        check=False,
         capture_output=True,
         text=True,
         timeout=60,
