@@ -161,13 +161,18 @@ cdef inline void _put64(unsigned char* p, int at, uint64_t v) noexcept nogil:
 
 
 def scan_segment(buf, Py_ssize_t start, Py_ssize_t end, int64_t base_offset,
-                 int64_t index_interval_bytes, int64_t prev_last_offset, int64_t latest_epoch):
+                 int64_t index_interval_bytes, int64_t prev_last_offset, int64_t latest_epoch,
+                 int64_t position_base=0, int64_t last_index_position=0,
+                 int64_t max_timestamp=-1, offset_of_max_timestamp=None,
+                 int64_t last_time_entry_timestamp=-1):
     cdef const uint8_t[::1] b = buf
     view = memoryview(buf)
     cdef Py_ssize_t pos = start
-    cdef Py_ssize_t last_index_pos = start
-    cdef int64_t max_ts = -1
-    cdef int64_t offset_of_max_ts = base_offset
+    cdef int64_t last_index_pos = last_index_position - position_base
+    cdef int64_t max_ts = max_timestamp
+    cdef int64_t offset_of_max_ts = (
+        base_offset if offset_of_max_timestamp is None else offset_of_max_timestamp
+    )
     cdef int64_t last_offset = prev_last_offset
     cdef int64_t offset, batch_base, batch_last, batch_max_ts, producer_id, relative
     cdef int32_t size, epoch = -1, last_delta = 0, base_sequence = -1
@@ -176,7 +181,7 @@ def scan_segment(buf, Py_ssize_t start, Py_ssize_t end, int64_t base_offset,
     cdef int8_t magic
     cdef uint32_t crc
     cdef bint ok
-    cdef int64_t last_time_entry_ts = -1
+    cdef int64_t last_time_entry_ts = last_time_entry_timestamp
     cdef bytearray offset_entries = bytearray()
     cdef bytearray time_entries = bytearray()
     cdef unsigned char ent[12]
@@ -216,7 +221,7 @@ def scan_segment(buf, Py_ssize_t start, Py_ssize_t end, int64_t base_offset,
             else:
                 ok = crc32c(view[pos + 21 : pos + total]) == crc
             if not ok:
-                error = f"CRC-32C mismatch of the batch at position {pos}"
+                error = f"CRC-32C mismatch of the batch at position {pos + position_base}"
                 break
             if last_delta < 0 or batch_base <= last_offset:
                 error = f"offset {batch_base} does not follow {last_offset}"
@@ -230,7 +235,7 @@ def scan_segment(buf, Py_ssize_t start, Py_ssize_t end, int64_t base_offset,
             attributes = <int8_t>b[pos + 17]
             batch_max_ts = _i64(b, pos + 18) if magic == 1 else -1
             if zlib.crc32(view[pos + 16 : pos + total]) != crc:
-                error = f"CRC-32 mismatch of the message at position {pos}"
+                error = f"CRC-32 mismatch of the message at position {pos + position_base}"
                 break
             if offset <= last_offset:
                 error = f"offset {offset} does not follow {last_offset}"
@@ -240,7 +245,7 @@ def scan_segment(buf, Py_ssize_t start, Py_ssize_t end, int64_t base_offset,
             epoch = -1
             producer_id = -1
         else:
-            error = f"unknown magic {magic} at position {pos}"
+            error = f"unknown magic {magic} at position {pos + position_base}"
             break
         relative = batch_last - base_offset
         if relative < 0 or relative > INT_MAX:
@@ -251,7 +256,7 @@ def scan_segment(buf, Py_ssize_t start, Py_ssize_t end, int64_t base_offset,
             offset_of_max_ts = batch_last
         if pos - last_index_pos > index_interval_bytes:
             _put32(ent, 0, <uint32_t>(batch_last - base_offset))
-            _put32(ent, 4, <uint32_t>pos)
+            _put32(ent, 4, <uint32_t>(pos + position_base))
             offset_entries += (<char*>ent)[:8]
             if max_ts > last_time_entry_ts:
                 _put64(ent, 0, <uint64_t>max_ts)
@@ -266,9 +271,10 @@ def scan_segment(buf, Py_ssize_t start, Py_ssize_t end, int64_t base_offset,
             if producer_id != -1:
                 producer_batches.append(
                     (producer_id, producer_epoch, base_sequence, last_delta, batch_base,
-                     batch_max_ts, attributes, pos)
+                     batch_max_ts, attributes, pos + position_base)
                 )
         last_offset = batch_last
         pos += total
-    return (pos, error, bytes(offset_entries), bytes(time_entries), max_ts, offset_of_max_ts,
-            epoch_starts, producer_batches, last_offset)
+    return (pos + position_base, error, bytes(offset_entries), bytes(time_entries), max_ts,
+            offset_of_max_ts, epoch_starts, producer_batches, last_offset,
+            last_index_pos + position_base, last_time_entry_ts)

@@ -17,9 +17,16 @@ While walking it computes what the indexes need (entries every
 ``index.interval.bytes``, the running max timestamp), the leader epochs
 that start in the segment, and the producer batches to replay.
 
+The walk may be cut in chunks (recovery reads the file in big pieces): the
+running state -- file position of ``buf[0]`` (``position_base``), position
+of the last index entry, max timestamp and its offset, last time-index
+timestamp -- goes in as arguments and comes back in the result, and a batch
+cut by the end of the chunk just ends the walk (``error`` None).
+
 Returns a tuple ``(valid_end, error, offset_index_bytes, time_index_bytes,
 max_timestamp, offset_of_max_timestamp, epoch_starts, producer_batches,
-last_offset)``:
+last_offset, last_index_position, last_time_entry_timestamp)`` with
+positions in the file (``position_base`` added):
 
 * ``offset_index_bytes`` / ``time_index_bytes``: the entries the indexes get,
   already in their on-disk layout (big-endian relative offset + position;
@@ -57,15 +64,20 @@ def scan_segment(  # noqa: PLR0917
     index_interval_bytes: int,
     prev_last_offset: int,
     latest_epoch: int,
-) -> tuple[int, str | None, bytes, bytes, int, int, list[Any], list[Any], int]:
+    position_base: int = 0,
+    last_index_position: int = 0,
+    max_timestamp: int = NO_TIMESTAMP,
+    offset_of_max_timestamp: int | None = None,
+    last_time_entry_timestamp: int = NO_TIMESTAMP,
+) -> tuple[int, str | None, bytes, bytes, int, int, list[Any], list[Any], int, int, int]:
     view = memoryview(buf)
     pos = start
-    last_index_pos = start
-    max_ts = NO_TIMESTAMP
-    offset_of_max_ts = base_offset
+    last_index_pos = last_index_position - position_base  # may be negative
+    max_ts = max_timestamp
+    offset_of_max_ts = base_offset if offset_of_max_timestamp is None else offset_of_max_timestamp
     offset_entries = bytearray()
     time_entries = bytearray()
-    last_time_entry_ts = NO_TIMESTAMP
+    last_time_entry_ts = last_time_entry_timestamp
     epoch_starts: list[Any] = []
     producer_batches: list[Any] = []
     last_offset = prev_last_offset
@@ -101,7 +113,7 @@ def scan_segment(  # noqa: PLR0917
                 _count,
             ) = _V2.unpack_from(view, pos)
             if crc32c(view[pos + 21 : pos + total]) != crc:
-                error = f"CRC-32C mismatch of the batch at position {pos}"
+                error = f"CRC-32C mismatch of the batch at position {pos + position_base}"
                 break
             if last_delta < 0 or batch_base <= last_offset:
                 error = f"offset {batch_base} does not follow {last_offset}"
@@ -117,7 +129,7 @@ def scan_segment(  # noqa: PLR0917
                 _off, _size, crc, _m, attributes = _LEGACY_V0.unpack_from(view, pos)
                 batch_max_ts = NO_TIMESTAMP
             if zlib.crc32(view[pos + 16 : pos + total]) != crc:
-                error = f"CRC-32 mismatch of the message at position {pos}"
+                error = f"CRC-32 mismatch of the message at position {pos + position_base}"
                 break
             if offset <= last_offset:
                 error = f"offset {offset} does not follow {last_offset}"
@@ -127,7 +139,7 @@ def scan_segment(  # noqa: PLR0917
             epoch = -1
             producer_id = -1
         else:
-            error = f"unknown magic {magic} at position {pos}"
+            error = f"unknown magic {magic} at position {pos + position_base}"
             break
         relative = batch_last - base_offset
         if relative < 0 or relative > INT_MAX:
@@ -137,7 +149,7 @@ def scan_segment(  # noqa: PLR0917
             max_ts = batch_max_ts
             offset_of_max_ts = batch_last
         if pos - last_index_pos > index_interval_bytes:
-            offset_entries += _OFFSET_ENTRY.pack(batch_last - base_offset, pos)
+            offset_entries += _OFFSET_ENTRY.pack(batch_last - base_offset, pos + position_base)
             if max_ts > last_time_entry_ts:
                 time_entries += _TIME_ENTRY.pack(max_ts, offset_of_max_ts - base_offset)
                 last_time_entry_ts = max_ts
@@ -156,13 +168,13 @@ def scan_segment(  # noqa: PLR0917
                         batch_base,
                         batch_max_ts,
                         attributes,
-                        pos,
+                        pos + position_base,
                     )
                 )
         last_offset = batch_last
         pos += total
     return (
-        pos,
+        pos + position_base,
         error,
         bytes(offset_entries),
         bytes(time_entries),
@@ -171,4 +183,6 @@ def scan_segment(  # noqa: PLR0917
         epoch_starts,
         producer_batches,
         last_offset,
+        last_index_pos + position_base,
+        last_time_entry_ts,
     )

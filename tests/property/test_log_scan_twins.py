@@ -83,3 +83,42 @@ def test_twins_agree_on_garbage(data: bytes) -> None:
 @given(st.binary(max_size=40000))
 def test_compiled_crc32c_matches_the_library(data: bytes) -> None:
     assert _recover_c.crc32c_of(data) == crc32c(data)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 3000), min_size=1, max_size=10),
+    legacy_every=st.integers(0, 3),
+    interval=st.integers(0, 3000),
+    split=st.floats(0, 1),
+)
+def test_a_scan_in_two_pieces_equals_one_scan(
+    sizes: list[int], legacy_every: int, interval: int, split: float
+) -> None:
+    data = build_log(sizes, legacy_every)
+    for twin in (_recover_py, _recover_c):
+        whole = twin.scan_segment(data, 0, len(data), 0, interval, -1, -1)
+        k = int(split * len(data))
+        first = twin.scan_segment(data[:k], 0, k, 0, interval, -1, -1)
+        resume = first[0]
+        rest = data[resume:]
+        second = twin.scan_segment(
+            rest,
+            0,
+            len(rest),
+            0,
+            interval,
+            first[8],
+            -1 if not first[6] else first[6][-1][0],
+            resume,
+            first[9],
+            first[4],
+            first[5],
+            first[10],
+        )
+        assert second[0] == whole[0] and second[1] == whole[1]
+        assert first[2] + second[2] == whole[2]
+        assert first[3] + second[3] == whole[3]
+        assert (second[4], second[5], second[8]) == (whole[4], whole[5], whole[8])
+        assert first[6] + second[6] == whole[6]
+        assert first[7] + second[7] == whole[7]
