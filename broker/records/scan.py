@@ -5,6 +5,9 @@
 when it was built and ``BROKER_NO_EXTENSIONS`` is not set to a true value.
 ``IMPLEMENTATION`` says which one runs ("compiled" or "python"); metrics and
 the test-suite guard read it.
+
+Callers use the names re-exported here (``scan.walk_v2`` ...) or ``scan.impl``;
+the error and failure codes (``ERR_*``, ``FAIL_*``) are the reference's.
 """
 
 from __future__ import annotations
@@ -13,6 +16,38 @@ import os
 from types import ModuleType
 
 from broker.records import _scan_py
+from broker.records._scan_py import (
+    ERR_CORRUPT,
+    ERR_MAGIC,
+    ERR_NO_KEY,
+    ERR_TS_RANGE,
+    ERR_TS_TYPE,
+    FAIL_BASE_OFFSET,
+    FAIL_CODEC,
+    FAIL_CRC,
+    FAIL_MAGIC,
+    FAIL_NONE,
+    FAIL_SIZE,
+    FAIL_TOO_LARGE,
+)
+
+__all__ = [
+    "ERR_CORRUPT",
+    "ERR_MAGIC",
+    "ERR_NO_KEY",
+    "ERR_TS_RANGE",
+    "ERR_TS_TYPE",
+    "FAIL_BASE_OFFSET",
+    "FAIL_CODEC",
+    "FAIL_CRC",
+    "FAIL_MAGIC",
+    "FAIL_NONE",
+    "FAIL_SIZE",
+    "FAIL_TOO_LARGE",
+    "FALLBACK_REASON",
+    "IMPLEMENTATION",
+    "impl",
+]
 
 
 def _truthy(value: str | None) -> bool:
@@ -33,3 +68,9 @@ impl, IMPLEMENTATION, FALLBACK_REASON = _choose()
 
 read_varint = impl.read_varint
 read_varlong = impl.read_varlong
+crc32 = impl.crc32
+scan_entries = impl.scan_entries
+walk_v2 = impl.walk_v2
+walk_legacy = impl.walk_legacy
+reencode_v2 = impl.reencode_v2
+v2_to_legacy = impl.v2_to_legacy
