@@ -21,6 +21,16 @@ from broker.errors import CorruptRecordError, InvalidRecordError
 from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define BROKER_PREFETCH(p) __builtin_prefetch((const void *)(p), 0, 0)
+    #else
+    #define BROKER_PREFETCH(p) ((void)(p))
+    #endif
+    """
+    void BROKER_PREFETCH(const void* p) noexcept nogil
+
 DEF ERR_MAGIC = 1
 DEF ERR_NO_KEY = 2
 DEF ERR_TS_RANGE = 3
@@ -132,6 +142,19 @@ cdef inline VarRead _varint(const uint8_t* b, Py_ssize_t pos, Py_ssize_t end) no
     cdef uint8_t x
     cdef Py_ssize_t start = pos
     r.status = V_OK
+    # one- and two-byte varints (deltas, lengths below 8 KiB) are the common case
+    if pos < end and b[pos] < 0x80:
+        x = b[pos]
+        r.value = <int32_t>((x >> 1) ^ (<uint32_t>0 - (x & 1)))
+        r.pos = pos + 1
+        r.minimal = True
+        return r
+    if pos + 1 < end and b[pos + 1] < 0x80:
+        raw = (<uint32_t>b[pos] & 0x7F) | (<uint32_t>b[pos + 1] << 7)
+        r.value = <int32_t>((raw >> 1) ^ (<uint32_t>0 - (raw & 1)))
+        r.pos = pos + 2
+        r.minimal = b[pos + 1] != 0
+        return r
     while True:
         if pos >= end:
             r.status = V_EOF
@@ -158,6 +181,12 @@ cdef inline VarRead _varlong(const uint8_t* b, Py_ssize_t pos, Py_ssize_t end) n
     cdef uint8_t x
     cdef Py_ssize_t start = pos
     r.status = V_OK
+    if pos < end and b[pos] < 0x80:
+        x = b[pos]
+        r.value = <int64_t>((x >> 1) ^ (<uint64_t>0 - (x & 1)))
+        r.pos = pos + 1
+        r.minimal = True
+        return r
     while True:
         if pos >= end:
             r.status = V_EOF
@@ -279,7 +308,7 @@ def scan_entries(buf, Py_ssize_t start, Py_ssize_t end, int64_t max_message_byte
     cdef const uint8_t* b = _ptr(view)
     cdef Py_ssize_t pos = start, remaining, total
     cdef int32_t size
-    cdef int magic, entry_codec, codec = 0, first_magic = -1
+    cdef int magic, entry_codec, codec = 0, first_magic = -1, mask = 0
     cdef Py_ssize_t entries = 0
     cdef int64_t base_offset
     cdef uint32_t computed
@@ -289,12 +318,12 @@ def scan_entries(buf, Py_ssize_t start, Py_ssize_t end, int64_t max_message_byte
             break
         size = _i32(b + pos + 8)
         if size < 14:
-            return entries, pos, first_magic, codec, FAIL_SIZE, pos, size
+            return entries, pos, first_magic, codec, FAIL_SIZE, pos, size, mask
         if remaining < 17:
             break
         magic = <signed char>b[pos + 16]
         if magic < 0 or magic > 2:
-            return entries, pos, first_magic, codec, FAIL_MAGIC, pos, magic
+            return entries, pos, first_magic, codec, FAIL_MAGIC, pos, magic, mask
         total = <Py_ssize_t>size + 12
         if remaining < total:
             break
@@ -302,49 +331,117 @@ def scan_entries(buf, Py_ssize_t start, Py_ssize_t end, int64_t max_message_byte
             if client_origin:
                 base_offset = _i64(b + pos)
                 if base_offset != 0:
-                    return entries, pos, first_magic, codec, FAIL_BASE_OFFSET, pos, base_offset
+                    return entries, pos, first_magic, codec, FAIL_BASE_OFFSET, pos, base_offset, mask
             if total > max_message_bytes:
-                return entries, pos, first_magic, codec, FAIL_TOO_LARGE, pos, total
+                return entries, pos, first_magic, codec, FAIL_TOO_LARGE, pos, total, mask
             if total < 61:
-                return entries, pos, first_magic, codec, FAIL_CRC, pos, 0
+                return entries, pos, first_magic, codec, FAIL_CRC, pos, 0, mask
             with memoryview(buf) as mv:
                 computed = _crc32c(mv[pos + 21 : pos + total])
             if computed != _u32(b + pos + 17):
-                return entries, pos, first_magic, codec, FAIL_CRC, pos, 0
+                return entries, pos, first_magic, codec, FAIL_CRC, pos, 0, mask
             entry_codec = b[pos + 22] & 0x07
         else:
             if total > max_message_bytes:
-                return entries, pos, first_magic, codec, FAIL_TOO_LARGE, pos, total
+                return entries, pos, first_magic, codec, FAIL_TOO_LARGE, pos, total, mask
             with nogil:
                 computed = _crc32(b + pos + 16, total - 16)
             if computed != _u32(b + pos + 12):
-                return entries, pos, first_magic, codec, FAIL_CRC, pos, 0
+                return entries, pos, first_magic, codec, FAIL_CRC, pos, 0, mask
             entry_codec = b[pos + 17] & 0x07
         if entry_codec > 4:
-            return entries, pos, first_magic, codec, FAIL_CODEC, pos, entry_codec
+            return entries, pos, first_magic, codec, FAIL_CODEC, pos, entry_codec, mask
         if entry_codec != 0:
             codec = entry_codec
         if first_magic < 0:
             first_magic = magic
+        mask |= 1 << magic
         entries += 1
         pos += total
-    return entries, pos, first_magic, codec, FAIL_NONE, pos, 0
+    return entries, pos, first_magic, codec, FAIL_NONE, pos, 0, mask
+
+
+cdef inline Py_ssize_t _rv(const uint8_t* b, Py_ssize_t p, Py_ssize_t end, int64_t* v) noexcept nogil:
+    """Zig-zag varint at ``p`` into ``v``; the next position, or -1 (past
+    ``end``) / -2 (longer than 5 bytes). The walk's decoder: no struct return."""
+    cdef uint32_t raw
+    cdef uint8_t x
+    cdef int shift
+    if p < end:
+        x = b[p]
+        if x < 0x80:
+            v[0] = <int32_t>((x >> 1) ^ (<uint32_t>0 - (x & 1)))
+            return p + 1
+        if p + 1 < end and b[p + 1] < 0x80:
+            raw = (<uint32_t>x & 0x7F) | (<uint32_t>b[p + 1] << 7)
+            v[0] = <int32_t>((raw >> 1) ^ (<uint32_t>0 - (raw & 1)))
+            return p + 2
+    raw = 0
+    shift = 0
+    while True:
+        if p >= end:
+            return -1
+        x = b[p]
+        p += 1
+        raw |= <uint32_t>(x & 0x7F) << shift
+        if not (x & 0x80):
+            break
+        shift += 7
+        if shift > 28:
+            return -2
+    v[0] = <int32_t>((raw >> 1) ^ (<uint32_t>0 - (raw & 1)))
+    return p
+
+
+cdef inline Py_ssize_t _rvl(const uint8_t* b, Py_ssize_t p, Py_ssize_t end, int64_t* v) noexcept nogil:
+    """Zig-zag varlong, as :func:`_rv` (-2: longer than 10 bytes)."""
+    cdef uint64_t raw
+    cdef uint8_t x
+    cdef int shift
+    if p < end and b[p] < 0x80:
+        x = b[p]
+        v[0] = <int64_t>((x >> 1) ^ (<uint64_t>0 - (x & 1)))
+        return p + 1
+    raw = 0
+    shift = 0
+    while True:
+        if p >= end:
+            return -1
+        x = b[p]
+        p += 1
+        raw |= <uint64_t>(x & 0x7F) << shift
+        if not (x & 0x80):
+            break
+        shift += 7
+        if shift > 63:
+            return -2
+    v[0] = <int64_t>((raw >> 1) ^ (<uint64_t>0 - (raw & 1)))
+    return p
+
+
+cdef inline bint _short(const uint8_t* b, Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
+    """The varint in ``[start, stop)`` is in its shortest form."""
+    return stop - start == 1 or b[stop - 1] != 0
+
+
+cdef int _raise_rv(Py_ssize_t status, bint is_long) except -1:
+    return _raise_var(V_EOF if status == -1 else V_LONG, is_long)
 
 
 def walk_v2(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t count,
             int64_t base_offset, int64_t base_timestamp, bint lat_batch,
             int64_t batch_max_timestamp, int64_t now, int64_t before_max, int64_t after_max,
-            bint create_time, bint compacted):
+            bint create_time, bint compacted, bint want_canonical):
     cdef const uint8_t* b = _ptr(buf)
     cdef int64_t max_ts = -1
     cdef int64_t min_ts = INT64_MAX
     cdef bint consecutive = True
-    cdef bint canonical = not lat_batch
+    # the canonical-form tracking costs ~20% of the walk: only when asked
+    cdef bint canonical = want_canonical and not lat_batch
     cdef list errors = None
     cdef int64_t index, h, headers, body, key_len, value_len, hk, hv, ts, ts_delta, offset_delta
     cdef int64_t offset
-    cdef Py_ssize_t p, rec_end, body_start, record_pos
-    cdef VarRead r
+    cdef Py_ssize_t p, q, rec_end, body_start, record_pos
     cdef int code
     if count < 0:
         raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch")
@@ -355,13 +452,11 @@ def walk_v2(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t coun
         if pos >= end:
             raise InvalidRecordError("Incorrect declared batch size, premature EOF reached")
         record_pos = pos
-        r = _varint(b, pos, end)
-        if r.status != V_OK:
-            _raise_var(r.status, False)
-        if not r.minimal:
+        p = _rv(b, pos, end, &body)
+        if p < 0:
+            _raise_rv(p, False)
+        if canonical and not _short(b, pos, p):
             canonical = False
-        body = r.value
-        p = r.pos
         if body < 0 or body > end - p:
             raise InvalidRecordError(
                 f"Invalid record size: expected {body} bytes in record payload, but instead "
@@ -369,54 +464,54 @@ def walk_v2(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t coun
             )
         body_start = p
         rec_end = p + body
+        # Records of a batch have similar sizes: fetch the one sixteen records
+        # ahead now, so a freshly decompressed (cold) buffer does not stall
+        # the walk on every record's first cache line.
+        q = rec_end + 16 * (rec_end - record_pos)
+        if q < end:
+            BROKER_PREFETCH(b + q)
         if p >= rec_end:
             raise InvalidRecordError("Found invalid record structure")
         if b[p] != 0:
             canonical = False
-        p += 1
-        r = _varlong(b, p, rec_end)
-        if r.status != V_OK:
-            _raise_var(r.status, True)
-        if not r.minimal:
+        q = p + 1
+        p = _rvl(b, q, rec_end, &ts_delta)
+        if p < 0:
+            _raise_rv(p, True)
+        if canonical and not _short(b, q, p):
             canonical = False
-        ts_delta = r.value
-        p = r.pos
-        r = _varint(b, p, rec_end)
-        if r.status != V_OK:
-            _raise_var(r.status, False)
-        offset_delta = r.value
-        if not r.minimal or offset_delta != index:
+        q = p
+        p = _rv(b, q, rec_end, &offset_delta)
+        if p < 0:
+            _raise_rv(p, False)
+        if canonical and (offset_delta != index or not _short(b, q, p)):
             canonical = False
-        p = r.pos
-        r = _varint(b, p, rec_end)
-        if r.status != V_OK:
-            _raise_var(r.status, False)
-        key_len = r.value
-        if not r.minimal or key_len < -1:
+        q = p
+        p = _rv(b, q, rec_end, &key_len)
+        if p < 0:
+            _raise_rv(p, False)
+        if canonical and (key_len < -1 or not _short(b, q, p)):
             canonical = False
-        p = r.pos
         if key_len > 0:
             if key_len > rec_end - p:
                 raise InvalidRecordError("Found invalid record structure")
             p += key_len
-        r = _varint(b, p, rec_end)
-        if r.status != V_OK:
-            _raise_var(r.status, False)
-        value_len = r.value
-        if not r.minimal or value_len < -1:
+        q = p
+        p = _rv(b, q, rec_end, &value_len)
+        if p < 0:
+            _raise_rv(p, False)
+        if canonical and (value_len < -1 or not _short(b, q, p)):
             canonical = False
-        p = r.pos
         if value_len > 0:
             if value_len > rec_end - p:
                 raise InvalidRecordError("Found invalid record structure")
             p += value_len
-        r = _varint(b, p, rec_end)
-        if r.status != V_OK:
-            _raise_var(r.status, False)
-        if not r.minimal:
+        q = p
+        p = _rv(b, q, rec_end, &headers)
+        if p < 0:
+            _raise_rv(p, False)
+        if canonical and not _short(b, q, p):
             canonical = False
-        headers = r.value
-        p = r.pos
         if headers < 0:
             raise InvalidRecordError(f"Found invalid number of record headers {headers}")
         if headers > rec_end - p:
@@ -426,25 +521,23 @@ def walk_v2(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t coun
             )
         h = 0
         while h < headers:
-            r = _varint(b, p, rec_end)
-            if r.status != V_OK:
-                _raise_var(r.status, False)
-            if not r.minimal:
+            q = p
+            p = _rv(b, q, rec_end, &hk)
+            if p < 0:
+                _raise_rv(p, False)
+            if canonical and not _short(b, q, p):
                 canonical = False
-            hk = r.value
-            p = r.pos
             if hk < 0:
                 raise InvalidRecordError(f"Invalid negative header key size {hk}")
             if hk > rec_end - p:
                 raise InvalidRecordError("Found invalid record structure")
             p += hk
-            r = _varint(b, p, rec_end)
-            if r.status != V_OK:
-                _raise_var(r.status, False)
-            hv = r.value
-            if not r.minimal or hv < -1:
+            q = p
+            p = _rv(b, q, rec_end, &hv)
+            if p < 0:
+                _raise_rv(p, False)
+            if canonical and (hv < -1 or not _short(b, q, p)):
                 canonical = False
-            p = r.pos
             if hv > 0:
                 if hv > rec_end - p:
                     raise InvalidRecordError("Found invalid record structure")
@@ -484,7 +577,6 @@ def walk_v2(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t coun
     if pos != end:
         raise InvalidRecordError("Incorrect declared batch size, records still remaining in file")
     return max_ts, min_ts, consecutive, canonical, errors
-
 
 def reencode_v2(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t count,
                 int64_t base_timestamp, bint lat_batch, int64_t batch_max_timestamp,
@@ -756,7 +848,8 @@ def walk_legacy(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int wrap
 
 def v2_to_legacy(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t count,
                  int64_t base_offset, int64_t base_timestamp, bint lat_batch,
-                 int64_t batch_max_timestamp, int to_magic, bint relative_offsets,
+                 int64_t batch_max_timestamp, int to_magic, int64_t renumber_from,
+                 bint relative_offsets,
                  int64_t first_offset, int64_t log_append_time, bint clamp_timestamps,
                  uint8_t[::1] out, Py_ssize_t out_pos):
     cdef const uint8_t* b = _ptr(buf)
@@ -803,6 +896,8 @@ def v2_to_legacy(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t
         if offset < first_offset:
             index += 1
             continue
+        if renumber_from >= 0:
+            offset = renumber_from + written
         if lat_batch:
             ts = batch_max_timestamp
         else:

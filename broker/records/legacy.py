@@ -135,7 +135,11 @@ def set_max_timestamp(
     """
     header = read_entry_header(buf, pos)
     if header.magic == MAGIC_V0:
-        raise ValueError("cannot set timestamp of a magic v0 record")
+        raise ValueError("Cannot set timestamp for a record with magic = 0")
+    if timestamp_type is TimestampType.NO_TIMESTAMP_TYPE:
+        raise ValueError(
+            "Timestamp type must be provided to compute attributes for message format v1"
+        )
     if header.timestamp_type is timestamp_type and header.timestamp == timestamp:
         return False
     attrs = header.compression_type
