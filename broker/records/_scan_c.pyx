@@ -20,6 +20,7 @@ from broker.errors import CorruptRecordError, InvalidRecordError
 
 from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
+from cpython.bytearray cimport PyByteArray_FromStringAndSize
 
 cdef extern from *:
     """
@@ -74,9 +75,119 @@ cdef void _init_crc_table():
 _init_crc_table()
 
 
+# CRC-32 folding with carry-less multiplication (PCLMULQDQ), after Intel's
+# "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ Instruction"
+# (Gopal et al., 2009): four 128-bit lanes fold 64 bytes per step, then one
+# lane, then a Barrett reduction to 32 bits. Constants are x^(k) mod P for the
+# bit-reflected CRC-32 polynomial 0xEDB88320. Used for 64 bytes and more on
+# x86-64 CPUs that have the instruction (checked at run time); the table
+# loop below does the rest. ``broker_crc32_fold`` takes and returns the
+# running (inverted) CRC state, like the table loop.
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <stddef.h>
+    #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    #include <immintrin.h>
+    #define BROKER_HAVE_CLMUL 1
+    __attribute__((target("pclmul,sse4.1")))
+    static uint32_t broker_crc32_fold(const uint8_t *buf, size_t len, uint32_t crc) {
+        const __m128i k1k2 = _mm_set_epi64x(0x01c6e41596LL, 0x0154442bd4LL);
+        const __m128i k3k4 = _mm_set_epi64x(0x00ccaa009eLL, 0x01751997d0LL);
+        const __m128i k5k0 = _mm_set_epi64x(0x0000000000LL, 0x0163cd6124LL);
+        const __m128i poly = _mm_set_epi64x(0x01f7011641LL, 0x01db710641LL);
+        const __m128i mask32 = _mm_setr_epi32(~0, 0, ~0, 0);
+        __m128i x0, x1, x2, x3, x4, x5, x6, x7, x8, y5, y6, y7, y8;
+        x1 = _mm_loadu_si128((const __m128i *)(buf + 0x00));
+        x2 = _mm_loadu_si128((const __m128i *)(buf + 0x10));
+        x3 = _mm_loadu_si128((const __m128i *)(buf + 0x20));
+        x4 = _mm_loadu_si128((const __m128i *)(buf + 0x30));
+        x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)crc));
+        x0 = k1k2;
+        buf += 64;
+        len -= 64;
+        while (len >= 64) {
+            x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+            x6 = _mm_clmulepi64_si128(x2, x0, 0x00);
+            x7 = _mm_clmulepi64_si128(x3, x0, 0x00);
+            x8 = _mm_clmulepi64_si128(x4, x0, 0x00);
+            x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+            x2 = _mm_clmulepi64_si128(x2, x0, 0x11);
+            x3 = _mm_clmulepi64_si128(x3, x0, 0x11);
+            x4 = _mm_clmulepi64_si128(x4, x0, 0x11);
+            y5 = _mm_loadu_si128((const __m128i *)(buf + 0x00));
+            y6 = _mm_loadu_si128((const __m128i *)(buf + 0x10));
+            y7 = _mm_loadu_si128((const __m128i *)(buf + 0x20));
+            y8 = _mm_loadu_si128((const __m128i *)(buf + 0x30));
+            x1 = _mm_xor_si128(_mm_xor_si128(x1, x5), y5);
+            x2 = _mm_xor_si128(_mm_xor_si128(x2, x6), y6);
+            x3 = _mm_xor_si128(_mm_xor_si128(x3, x7), y7);
+            x4 = _mm_xor_si128(_mm_xor_si128(x4, x8), y8);
+            buf += 64;
+            len -= 64;
+        }
+        x0 = k3k4;
+        x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+        x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+        x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
+        x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+        x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+        x1 = _mm_xor_si128(_mm_xor_si128(x1, x3), x5);
+        x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+        x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+        x1 = _mm_xor_si128(_mm_xor_si128(x1, x4), x5);
+        while (len >= 16) {
+            x2 = _mm_loadu_si128((const __m128i *)buf);
+            x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+            x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+            x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
+            buf += 16;
+            len -= 16;
+        }
+        x2 = _mm_clmulepi64_si128(x1, x0, 0x10);
+        x1 = _mm_srli_si128(x1, 8);
+        x1 = _mm_xor_si128(x1, x2);
+        x0 = k5k0;
+        x2 = _mm_srli_si128(x1, 4);
+        x1 = _mm_and_si128(x1, mask32);
+        x1 = _mm_clmulepi64_si128(x1, x0, 0x00);
+        x1 = _mm_xor_si128(x1, x2);
+        x0 = poly;
+        x2 = _mm_and_si128(x1, mask32);
+        x2 = _mm_clmulepi64_si128(x2, x0, 0x10);
+        x2 = _mm_and_si128(x2, mask32);
+        x2 = _mm_clmulepi64_si128(x2, x0, 0x00);
+        x1 = _mm_xor_si128(x1, x2);
+        return (uint32_t)_mm_extract_epi32(x1, 1);
+    }
+    static int broker_have_clmul(void) {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+    }
+    #else
+    #define BROKER_HAVE_CLMUL 0
+    static uint32_t broker_crc32_fold(const uint8_t *buf, size_t len, uint32_t crc) {
+        (void)buf; (void)len; return crc;
+    }
+    static int broker_have_clmul(void) { return 0; }
+    #endif
+    """
+    uint32_t broker_crc32_fold(const uint8_t* buf, size_t length, uint32_t crc) noexcept nogil
+    int broker_have_clmul() noexcept nogil
+
+
+cdef bint _HAVE_CLMUL = broker_have_clmul() != 0
+
+
 cdef inline uint32_t _crc32(const uint8_t* p, Py_ssize_t n) noexcept nogil:
     cdef uint32_t c = 0xFFFFFFFFU
     cdef uint32_t lo, hi
+    cdef Py_ssize_t chunk
+    if _HAVE_CLMUL and n >= 64:
+        chunk = n & ~(<Py_ssize_t>15)
+        c = broker_crc32_fold(p, <size_t>chunk, c)
+        p += chunk
+        n -= chunk
     while n >= 8:
         lo = (<uint32_t>p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)) ^ c
         hi = <uint32_t>p[4] | (<uint32_t>p[5] << 8) | (<uint32_t>p[6] << 16) | (<uint32_t>p[7] << 24)
@@ -142,6 +253,9 @@ cdef inline VarRead _varint(const uint8_t* b, Py_ssize_t pos, Py_ssize_t end) no
     cdef uint8_t x
     cdef Py_ssize_t start = pos
     r.status = V_OK
+    r.value = 0
+    r.pos = pos
+    r.minimal = True
     # one- and two-byte varints (deltas, lengths below 8 KiB) are the common case
     if pos < end and b[pos] < 0x80:
         x = b[pos]
@@ -181,6 +295,9 @@ cdef inline VarRead _varlong(const uint8_t* b, Py_ssize_t pos, Py_ssize_t end) n
     cdef uint8_t x
     cdef Py_ssize_t start = pos
     r.status = V_OK
+    r.value = 0
+    r.pos = pos
+    r.minimal = True
     if pos < end and b[pos] < 0x80:
         x = b[pos]
         r.value = <int64_t>((x >> 1) ^ (<uint64_t>0 - (x & 1)))
@@ -292,6 +409,12 @@ def read_varlong(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end):
     if r.status != V_OK:
         _raise_var(r.status, True)
     return r.value, r.pos
+
+
+def new_buffer(Py_ssize_t size):
+    # PyByteArray_FromStringAndSize(NULL, n) allocates without zero-filling:
+    # the encoders overwrite what they use, and a 10 MB memset is not free.
+    return PyByteArray_FromStringAndSize(NULL, size)
 
 
 def crc32(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end):
@@ -445,6 +568,8 @@ def walk_v2(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t coun
     cdef int code
     if count < 0:
         raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch")
+    if count == 0:
+        return max_ts, min_ts, consecutive, canonical, errors
     if end > buf.shape[0]:
         end = buf.shape[0]
     index = 0
@@ -583,6 +708,8 @@ def reencode_v2(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t 
                 uint8_t[::1] out, Py_ssize_t out_pos):
     cdef const uint8_t* b = _ptr(buf)
     cdef uint8_t* o = &out[0]
+    cdef Py_ssize_t cap = out.shape[0]
+    cdef bint overflow = False
     cdef int64_t index, h, headers, body, key_len, value_len, hk, hv, ts, ts_delta, new_delta
     cdef int64_t first_ts = 0, size
     cdef Py_ssize_t p, rec_end, key_start, value_start, hp, q
@@ -642,6 +769,9 @@ def reencode_v2(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t 
                 size += _varint_size(hk) + hk
                 size += 1 if hv < 0 else _varint_size(hv) + hv
                 h += 1
+            if out_pos + _varint_size(size) + size > cap:
+                overflow = True
+                break
             q = _w_varint(o, out_pos, size)
             o[q] = 0
             q = _w_varlong(o, q + 1, new_delta)
@@ -682,7 +812,18 @@ def reencode_v2(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t 
             out_pos = q
             pos = rec_end
             index += 1
+    if overflow:
+        raise ValueError("output buffer too small")
     return out_pos
+
+
+cdef inline int64_t _v2_size(int64_t offset_delta, int64_t ts_delta, int64_t key_len,
+                             int64_t value_len) noexcept nogil:
+    """Bytes of a header-less v2 record, its length varint included."""
+    cdef int64_t size = 1 + _varlong_size(ts_delta) + _varint_size(offset_delta) + 1
+    size += 1 if key_len < 0 else _varint_size(key_len) + key_len
+    size += 1 if value_len < 0 else _varint_size(value_len) + value_len
+    return _varint_size(size) + size
 
 
 cdef inline Py_ssize_t _w_v2_record(uint8_t* o, Py_ssize_t q, int64_t offset_delta,
@@ -840,6 +981,8 @@ def walk_legacy(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int wrap
         if index == 0:
             first_ts = ts
         if o != NULL:
+            if out_pos + _v2_size(index, _j64_sub(ts, first_ts), key_len, value_len) > out_view.shape[0]:
+                raise ValueError("output buffer too small")
             out_pos = _w_v2_record(o, out_pos, index, _j64_sub(ts, first_ts), b, key_pos,
                                    key_len, value_pos, value_len)
         index += 1
@@ -915,6 +1058,8 @@ def v2_to_legacy(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t
         v = value_len if value_len >= 0 else 0
         record_size = <int32_t>((14 if to_magic == 0 else 22) + k + v)
         q = out_pos
+        if q + 12 + record_size > out.shape[0]:
+            raise ValueError("output buffer too small")
         _put_i64(o + q, entry_offset)
         _put_i32(o + q + 8, record_size)
         r_ = q + 16

@@ -23,6 +23,12 @@ The functions and what they own
                      timestamp deltas from the first record (the builder's form).
 ``v2_to_legacy``     v2 records -> v0/v1 log entries (down-conversion).
 ``crc32``            CRC-32 (zlib polynomial) of a buffer range.
+``new_buffer``       an output buffer for the encoders (not zero-filled when compiled).
+
+Why one module for all of them: the compiled twin shares its inline helpers
+(varint decoders, CRC-32, Java ``long`` arithmetic) between every loop, and
+Cython inlines only within one compilation unit; the reference mirrors it
+function for function so the two can be read side by side.
 
 Error tuples
 ------------
@@ -166,6 +172,12 @@ def _varlong_size(value: int) -> int:
 def _minimal(buf: ReadableBuffer, start: int, end: int) -> bool:
     """A varint is in its shortest form unless it has > 1 byte and ends in 0x00."""
     return end - start == 1 or buf[end - 1] != 0
+
+
+def new_buffer(size: int) -> bytearray:
+    """A bytearray of ``size`` bytes for an encoder to fill. The compiled twin
+    leaves it uninitialised (callers read only what an encoder wrote)."""
+    return bytearray(size)
 
 
 def crc32(buf: ReadableBuffer, pos: int, end: int) -> int:
@@ -317,6 +329,9 @@ def walk_v2(  # noqa: PLR0917
     errors: list[tuple[int, int, int, int, int]] | None = None
     if count < 0:
         raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch")
+    if count == 0:
+        # DefaultRecordBatch.iterator(): an empty iterator, the bytes unread
+        return max_ts, min_ts, consecutive, canonical, errors
     for index in range(count):
         if pos >= end:
             raise InvalidRecordError("Incorrect declared batch size, premature EOF reached")
@@ -433,7 +448,8 @@ def reencode_v2(  # noqa: PLR0917
     ``out`` at ``out_pos`` as ``MemoryRecordsBuilder`` writes them: offset
     deltas 0..n-1, timestamp deltas from the first record's timestamp,
     attributes 0, key/value/headers as they were. Returns the end position.
-    ``out`` needs ``(end - pos) + 16 * count`` bytes at most.
+    ``out`` needs ``(end - pos) + 17 * count`` bytes at most (timestamp, offset
+    and length varints at full width).
     """
     first_ts = 0
     for index in range(count):
@@ -476,6 +492,8 @@ def reencode_v2(  # noqa: PLR0917
         for _hk_start, hk, _hv_start, hv in header_spans:
             size += _varint_size(hk) + hk
             size += 1 if hv < 0 else _varint_size(hv) + hv
+        if out_pos + _varint_size(size) + size > len(out):
+            raise ValueError("output buffer too small")
         q = _write_varint(out, out_pos, size)
         out[q] = 0
         q = _write_varlong(out, q + 1, new_delta)
@@ -712,6 +730,8 @@ def _write_v2_record(  # noqa: PLR0917
     size = 1 + _varlong_size(ts_delta) + _varint_size(offset_delta) + 1
     size += 1 if key_len < 0 else _varint_size(key_len) + key_len
     size += 1 if value_len < 0 else _varint_size(value_len) + value_len
+    if q + _varint_size(size) + size > len(out):
+        raise ValueError("output buffer too small")
     q = _write_varint(out, q, size)
     out[q] = 0
     q = _write_varlong(out, q + 1, ts_delta)
@@ -764,7 +784,7 @@ def v2_to_legacy(  # noqa: PLR0917
     written by Kafka's builder; with ``clamp_timestamps`` it is written as -1,
     else the walk stops and reports it (see the return value). Headers are
     dropped (``RecordsUtil`` ignores them); ``had_headers`` reports them.
-    ``out`` needs ``(end - pos) * 2 + 34 * count`` bytes at most.
+    ``out`` needs ``(end - pos) + 27 * count`` bytes at most.
 
     Returns ``(written, out_end, first_written_offset, last_written_offset,
     max_timestamp, offset_of_max_timestamp, had_headers)``; when a timestamp
@@ -822,6 +842,8 @@ def v2_to_legacy(  # noqa: PLR0917
         v = value_len if value_len >= 0 else 0
         record_size = (14 if to_magic == 0 else 22) + k + v
         q = out_pos
+        if q + 12 + record_size > len(out):
+            raise ValueError("output buffer too small")
         out[q : q + 8] = entry_offset.to_bytes(8, "big", signed=True)
         out[q + 8 : q + 12] = record_size.to_bytes(4, "big", signed=True)
         r = q + 16

@@ -69,6 +69,7 @@ impl, IMPLEMENTATION, FALLBACK_REASON = _choose()
 read_varint = impl.read_varint
 read_varlong = impl.read_varlong
 crc32 = impl.crc32
+new_buffer = impl.new_buffer
 scan_entries = impl.scan_entries
 walk_v2 = impl.walk_v2
 walk_legacy = impl.walk_legacy
