@@ -25,7 +25,7 @@ the source codec is the codec of the last entry whose codec is not NONE.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from broker.errors import (
     CorruptRecordError,
@@ -76,8 +76,7 @@ def check_request_records(records: ReadableBuffer, produce_version: int) -> None
         )
 
 
-@dataclass(frozen=True, slots=True)
-class RecordsAnalysis:
+class RecordsAnalysis(NamedTuple):
     entries: int
     valid_bytes: int
     first_magic: int  # -1 without entries

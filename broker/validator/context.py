@@ -4,7 +4,7 @@ the shape of a path's outcome."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from broker.records.buffers import ReadableBuffer
 from broker.records.origin import AppendOrigin
@@ -13,8 +13,7 @@ from broker.validator.analysis import RecordsAnalysis
 from broker.validator.result import MetricsRecorder
 
 
-@dataclass(frozen=True, slots=True)
-class Context:
+class Context(NamedTuple):
     records: memoryview  # writable, trimmed to the whole entries
     tp: str  # "topic-partition", as Kafka prints a TopicPartition
     analysis: RecordsAnalysis
@@ -38,8 +37,7 @@ class Context:
         return not self.log_append_time
 
 
-@dataclass(frozen=True, slots=True)
-class PathResult:
+class PathResult(NamedTuple):
     """``LogValidator.ValidationResult`` plus the record count."""
 
     validated: ReadableBuffer

@@ -9,8 +9,7 @@ metrics module implements it (BrokerTopicMetrics, all-topics meters).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from broker.records import batch as v2
 from broker.records import legacy
@@ -68,8 +67,7 @@ class NullRecorder:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class BatchInfo:
+class BatchInfo(NamedTuple):
     """One batch of the validated records, as the log and the producer-state
     checks need it (read from the validated bytes, after offsets were set).
 
@@ -94,8 +92,7 @@ class BatchInfo:
     records_count: int
 
 
-@dataclass(frozen=True, slots=True)
-class ValidationResult:
+class ValidationResult(NamedTuple):
     """The outcome of :func:`broker.validator.validate_records`."""
 
     #: the request's own (patched) memoryview when validated in place, else new bytes
@@ -109,7 +106,7 @@ class ValidationResult:
     log_append_time_ms: int
     message_size_maybe_changed: bool
     stats: RecordValidationStats = EMPTY_STATS
-    batches: tuple[BatchInfo, ...] = field(default_factory=tuple)
+    batches: tuple[BatchInfo, ...] = ()
     source_compression_type: int = 0
     target_compression_type: int = 0
     #: bytes of the partition's records as the request carried them (BytesInPerSec)
@@ -128,30 +125,15 @@ def batch_infos(buf: ReadableBuffer, first_offset: int, num_records: int) -> lis
     """Per-batch facts of the validated records. A legacy compressed wrapper
     (only ever the single batch of a result) gets the validation's first
     offset and record count, which its header alone does not tell."""
-    out: list[BatchInfo] = []
     view = memoryview(buf)
+    if view.nbytes >= v2.RECORD_BATCH_OVERHEAD and view[v2.MAGIC_OFFSET] == MAGIC_V2:
+        h = v2.read_header(view, 0)
+        if h.size_in_bytes == view.nbytes:  # the usual result: one v2 batch
+            return [_v2_info(h, 0)]
+    out: list[BatchInfo] = []
     for e in iter_buffer_entries(view):
         if e.magic >= MAGIC_V2:
-            h = v2.read_header(view, e.position)
-            out.append(
-                BatchInfo(
-                    e.position,
-                    e.size_in_bytes,
-                    h.magic,
-                    h.base_offset,
-                    h.last_offset,
-                    h.max_timestamp,
-                    h.compression_type,
-                    h.producer_id,
-                    h.producer_epoch,
-                    h.base_sequence,
-                    h.last_sequence,
-                    h.is_transactional,
-                    h.is_control_batch,
-                    h.partition_leader_epoch,
-                    h.records_count,
-                )
-            )
+            out.append(_v2_info(v2.read_header(view, e.position), e.position))
         else:
             lh = legacy.read_entry_header(view, e.position)
             wrapper = lh.compression_type != CompressionType.NONE
@@ -175,3 +157,23 @@ def batch_infos(buf: ReadableBuffer, first_offset: int, num_records: int) -> lis
                 )
             )
     return out
+
+
+def _v2_info(h: v2.RecordBatchHeader, position: int) -> BatchInfo:
+    return BatchInfo(
+        position,
+        h.size_in_bytes,
+        h.magic,
+        h.base_offset,
+        h.last_offset,
+        h.max_timestamp,
+        h.compression_type,
+        h.producer_id,
+        h.producer_epoch,
+        h.base_sequence,
+        h.last_sequence,
+        h.is_transactional,
+        h.is_control_batch,
+        h.partition_leader_epoch,
+        h.records_count,
+    )

@@ -135,12 +135,13 @@ def target_compression(config: TopicConfig, source_codec: int) -> tuple[int, int
         codec = source_codec
     else:
         codec = int(CompressionType.for_name(name))
-    level = {
-        CompressionType.GZIP: config.compression_gzip_level,
-        CompressionType.LZ4: config.compression_lz4_level,
-        CompressionType.ZSTD: config.compression_zstd_level,
-    }.get(CompressionType(codec))
-    return codec, level
+    if codec == CompressionType.GZIP:
+        return codec, config.compression_gzip_level
+    if codec == CompressionType.LZ4:
+        return codec, config.compression_lz4_level
+    if codec == CompressionType.ZSTD:
+        return codec, config.compression_zstd_level
+    return codec, None
 
 
 def validate_records(
