@@ -8,6 +8,37 @@ the test-suite guard read it.
 
 Callers use the names re-exported here (``scan.walk_v2`` ...) or ``scan.impl``;
 the error and failure codes (``ERR_*``, ``FAIL_*``) are the reference's.
+
+The twins' functions (same positional signatures in both; what each does is
+documented in ``_scan_py.py``)::
+
+    read_varint(buf, pos, end) -> (value, next_pos)
+    read_varlong(buf, pos, end) -> (value, next_pos)
+    crc32(buf, pos, end) -> int
+    new_buffer(size) -> bytearray
+    scan_entries(buf, start, end, max_message_bytes, client_origin)
+        -> (entries, valid_end, first_magic, source_codec, fail_code, fail_pos,
+            fail_value, magic_mask)
+    walk_v2(buf, pos, end, count, base_offset, base_timestamp, lat_batch,
+            batch_max_timestamp, now, before_max, after_max, create_time,
+            compacted, want_canonical)
+        -> (max_timestamp, min_timestamp, offsets_consecutive, canonical, errors)
+    walk_legacy(buf, pos, end, wrapper_magic, wrapper_offset, wrapper_timestamp,
+                wrapper_lat, now, before_max, after_max, create_time, compacted,
+                out, out_pos)
+        -> (records, consumed_end, out_end, max_timestamp, min_timestamp,
+            offsets_consecutive, first_timestamp, errors)
+    reencode_v2(buf, pos, end, count, base_timestamp, lat_batch,
+                batch_max_timestamp, out, out_pos) -> out_end
+    v2_to_legacy(buf, pos, end, count, base_offset, base_timestamp, lat_batch,
+                 batch_max_timestamp, to_magic, renumber_from, relative_offsets,
+                 first_offset, log_append_time, clamp_timestamps, out, out_pos)
+        -> (written, out_end, first_written_offset, last_written_offset,
+            max_timestamp, offset_of_max_timestamp, had_headers)
+
+``errors`` is None or a list of ``(batch_index, ERR_*, offset, timestamp,
+record_position)``; structural problems raise ``InvalidRecordError`` /
+``CorruptRecordError``; an ``out`` buffer too small raises ``ValueError``.
 """
 
 from __future__ import annotations
