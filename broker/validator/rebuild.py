@@ -129,7 +129,8 @@ def _build_v2(
             )  # fmt: skip
             records = memoryview(out)[:end]
     else:
-        assert plan.v2_records is not None
+        if plan.v2_records is None:  # collect() fills one of the two for a v2 target
+            raise RuntimeError("rebuild plan without records")
         records = plan.v2_records
         first_ts = plan.first_timestamp
     n = plan.num_records
