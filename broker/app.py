@@ -41,6 +41,7 @@ from broker.partition.replica_manager import ReplicaManager
 from broker.records import scan
 from broker.server.connection import Connection, ConnectionLimits, InflightBudget
 from broker.server.dispatch import Dispatcher
+from broker.server.file_region import write_file_region
 from broker.server.group_commit import GroupCommit
 from broker.server.http import OpsEndpoint
 from broker.server.listener import advertised_host, parse_listeners, start_listener
@@ -141,7 +142,13 @@ class BrokerApp:
         dispatcher = Dispatcher(HandlerRegistry(broker), self.metrics)
 
         def factory() -> Connection:
-            conn = Connection(dispatcher, limits, budget, on_close=self._on_close)
+            conn = Connection(
+                dispatcher,
+                limits,
+                budget,
+                write_segment=write_file_region,
+                on_close=self._on_close,
+            )
             self.connections.add(conn)
             self.metrics.connections.inc()
             self.metrics.connections_created.inc()

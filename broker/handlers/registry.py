@@ -11,12 +11,14 @@ from __future__ import annotations
 from broker.handlers.api_versions import ApiVersionsHandler
 from broker.handlers.base import RequestHandler
 from broker.handlers.context import BrokerContext
+from broker.handlers.fetch import FetchHandler
 from broker.handlers.init_producer_id import InitProducerIdHandler
 from broker.handlers.metadata import MetadataHandler
 from broker.handlers.produce import ProduceHandler
 
 HANDLER_CLASSES: tuple[type[RequestHandler], ...] = (
     ProduceHandler,
+    FetchHandler,
     MetadataHandler,
     ApiVersionsHandler,
     InitProducerIdHandler,
