@@ -12,6 +12,7 @@ from broker.handlers.api_versions import ApiVersionsHandler
 from broker.handlers.base import RequestHandler
 from broker.handlers.context import BrokerContext
 from broker.handlers.fetch import FetchHandler
+from broker.handlers.find_coordinator import FindCoordinatorHandler
 from broker.handlers.init_producer_id import InitProducerIdHandler
 from broker.handlers.metadata import MetadataHandler
 from broker.handlers.produce import ProduceHandler
@@ -20,6 +21,7 @@ HANDLER_CLASSES: tuple[type[RequestHandler], ...] = (
     ProduceHandler,
     FetchHandler,
     MetadataHandler,
+    FindCoordinatorHandler,
     ApiVersionsHandler,
     InitProducerIdHandler,
 )
