@@ -39,7 +39,7 @@ from broker.protocol import (
     encode_response,
     parse_request_header,
 )
-from broker.protocol.messages import FetchRequest, ProduceRequest, codec_for
+from broker.protocol.messages import FetchRequest, MetadataRequest, ProduceRequest, codec_for
 from broker.records.batch import RecordBatchHeader
 from broker.records.iterate import iter_batches
 from broker.records.record import Record
@@ -189,6 +189,20 @@ def fetch_request(
     )
 
 
+def ensure_topic(client: RawClient, topic: str) -> int:
+    """Metadata v12 for ``topic`` with auto-creation allowed; its partition count."""
+    md = client.call(
+        MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+            allow_auto_topic_creation=True,
+        ),
+        12,
+    )
+    (t,) = md.topics
+    assert t.error_code == 0, t
+    return len(t.partitions)
+
+
 def only_partition(response: Any) -> Any:
     (topic,) = response.responses
     parts = topic.partitions if hasattr(topic, "partitions") else topic.partition_responses
@@ -251,6 +265,17 @@ def check_contiguous(batches: list[StoredBatch], start: int = 0) -> int:
         assert b.header.last_offset == expected + len(b.records) - 1
         expected += len(b.records)
     return expected
+
+
+def metric_value(exposition: str, name: str, **labels: str) -> float:
+    """The value of one sample in Prometheus text (0 when the labelled sample is absent)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for family in text_string_to_metric_families(exposition):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return float(sample.value)
+    return 0.0
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
