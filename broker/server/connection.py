@@ -13,8 +13,12 @@ until the log has written them. A buffer that still has live frame views is
 never reused or resized: when it is full a fresh one is allocated and only
 the partial frame at its tail is moved (at most one short copy per buffer).
 When a frame's size prefix announces more than the free space, the next
-buffer is sized for the whole frame, so a large produce request lands in one
-piece.
+buffer is sized for the whole frame (up to ``EAGER_FRAME_BYTES``, which
+covers every produce request of a default client), so a large produce
+request lands in one piece. Beyond that the buffer grows with the bytes that
+actually arrived (``FRAME_GROWTH`` times them), so a peer that announces
+100 MB and sends 4 bytes costs ``EAGER_FRAME_BYTES``, not 100 MB (Kafka
+allocates the announced size at once; docs/deviations.md).
 
 Pipelining: every complete frame is dispatched at once, in arrival order, so
 appends happen in the order the client sent them; a handler may finish
@@ -49,6 +53,10 @@ log = logging.getLogger(__name__)
 _SIZE = struct.Struct(">i")
 #: never offer the loop less room than this for one read
 _MIN_READ = 16 * 1024
+#: frames up to this size get a buffer for the whole frame as soon as their size is known
+EAGER_FRAME_BYTES = 2 * 1024 * 1024
+#: larger frames: the buffer grows to this many times the frame bytes received so far
+FRAME_GROWTH = 4
 
 #: what a handler answers with: the segments of a whole response frame, size
 #: prefix included (bytes-like objects, or file slices written by the
@@ -200,8 +208,17 @@ class Connection(asyncio.BufferedProtocol):
         partial = self._end - self._start
         if partial >= 4:
             size: int = _SIZE.unpack_from(self._buf, self._start)[0]
-            return max(self.limits.receive_buffer_bytes, size + 4)
+            return self._frame_capacity(size, partial)
         return self.limits.receive_buffer_bytes
+
+    def _frame_capacity(self, size: int, received: int) -> int:
+        """Buffer room for a frame of ``size`` bytes (plus its prefix) of which
+        ``received`` bytes are here: all of it when the frame is small, else
+        room that grows with what arrived (see the module docstring)."""
+        whole = size + 4
+        if whole > EAGER_FRAME_BYTES:
+            whole = min(whole, max(EAGER_FRAME_BYTES, FRAME_GROWTH * received))
+        return max(self.limits.receive_buffer_bytes, whole)
 
     def _new_buffer(self, capacity: int) -> None:
         """Move the partial frame at the tail into a fresh buffer; the old
@@ -231,10 +248,11 @@ class Connection(asyncio.BufferedProtocol):
                 self.abort()
                 return
             if avail < 4 + size:
-                if self._start + 4 + size > len(buf):
-                    # not enough room for the rest of this frame: size the next
-                    # buffer for it now, so it is received in one piece
-                    self._new_buffer(max(self.limits.receive_buffer_bytes, size + 4))
+                room = min(4 + size, self._frame_capacity(size, avail))
+                if self._start + room > len(buf):
+                    # not enough room for (the next part of) this frame: size the
+                    # next buffer for it now, so it is received in one piece
+                    self._new_buffer(self._frame_capacity(size, avail))
                 break
             frame = self._view[self._start + 4 : self._start + 4 + size]
             self._start += 4 + size
