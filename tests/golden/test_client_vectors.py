@@ -124,3 +124,26 @@ def test_the_validator_takes_kafkas_path_and_keeps_the_records(name: str) -> Non
 
 def test_every_client_vector_is_in_the_manifest() -> None:
     assert sorted(p.name for p in HERE.glob("*.bin")) == sorted(MANIFEST)
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n, f in MANIFEST.items() if f["codec"] == CompressionType.LZ4)
+)
+def test_librdkafka_lz4_header_checksum_is_broken_only_for_magic_0(name: str) -> None:
+    """Kafka's magic-0 LZ4 framing hashes the frame magic too (KAFKA-3160);
+    librdkafka writes it that way for magic 0 and correctly from magic 1."""
+    import xxhash
+
+    data = (HERE / name).read_bytes()
+    (batch,) = iter_batches(data)
+    if batch.magic == 2:
+        frame = data[RECORD_BATCH_OVERHEAD : batch.size_in_bytes]
+    else:
+        _, _, value_pos, value_len = legacy.key_value_spans(data, 0, batch.size_in_bytes)
+        frame = data[value_pos : value_pos + value_len]
+    assert frame[:4] == b"\x04\x22\x4d\x18"
+    descriptor_end = 6 + (8 if frame[4] & 0x08 else 0)
+    checksum = frame[descriptor_end]
+    correct = (xxhash.xxh32(frame[4:descriptor_end]).intdigest() >> 8) & 0xFF
+    broken = (xxhash.xxh32(frame[0:descriptor_end]).intdigest() >> 8) & 0xFF
+    assert checksum == (broken if batch.magic == 0 else correct)
