@@ -6,6 +6,8 @@ import asyncio
 import random
 import struct
 
+import pytest
+
 from broker.server.connection import Connection, ConnectionLimits, InflightBudget
 from tests.aio import run
 
@@ -268,6 +270,48 @@ def test_an_announced_huge_frame_costs_only_what_was_sent():
             w.close()
             for conn in conns:
                 conn.abort()
+            server.close()
+            await server.wait_closed()
+
+    run(main())
+
+
+@pytest.mark.parametrize("answer", ["at once", "later"])
+def test_large_pipelined_frames_reuse_released_buffers(answer):
+    """Large frames land in reused buffers, not in a fresh (zeroed) allocation
+    each: frames answered at once (acks=1) leave their buffer free at once;
+    frames answered later (acks=all waits for an fsync) keep it alive until
+    answered, then it is pooled for the next large frame."""
+    from broker.server.connection import POOL_BUFFERS
+
+    async def main():
+        buffers = []  # strong references: ids stay unique per buffer object
+
+        class Later(EchoHandler):
+            def handle_frame(self, frame_view, conn):
+                buffers.append(frame_view.obj)
+                return [frame(b"ok")] if answer == "at once" else self._later()
+
+            async def _later(self):
+                await asyncio.sleep(0.002)
+                return [frame(b"ok")]
+
+        server, port = await start(Later(), ConnectionLimits(receive_buffer_bytes=64 * 1024))
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            body = b"p" * 1_000_000
+            sent = answered = 0
+            while answered < 24:  # four requests in flight, as a pipelining producer
+                while sent < 24 and sent - answered < 4:
+                    w.write(frame(body))
+                    sent += 1
+                await w.drain()
+                assert await read_frame(r) == b"ok"
+                answered += 1
+            assert len(buffers) == 24
+            assert len({id(b) for b in buffers}) <= POOL_BUFFERS + 2
+        finally:
+            w.close()
             server.close()
             await server.wait_closed()
 
