@@ -12,7 +12,9 @@ from broker.handlers.api_versions import ApiVersionsHandler
 from broker.handlers.base import RequestHandler
 from broker.handlers.context import BrokerContext
 from broker.handlers.init_producer_id import InitProducerIdHandler
+from broker.handlers.list_offsets import ListOffsetsHandler
 from broker.handlers.metadata import MetadataHandler
+from broker.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
 from broker.handlers.produce import ProduceHandler
 
 HANDLER_CLASSES: tuple[type[RequestHandler], ...] = (
@@ -20,6 +22,9 @@ HANDLER_CLASSES: tuple[type[RequestHandler], ...] = (
     MetadataHandler,
     ApiVersionsHandler,
     InitProducerIdHandler,
+    # admin and offset APIs (read path besides Fetch)
+    ListOffsetsHandler,
+    OffsetForLeaderEpochHandler,
 )
 
 

@@ -67,6 +67,14 @@ class Partition:
         self._time_ms = time_ms
         self._max_decompressed_bytes = max_decompressed_bytes
         self._name = f"{topic}-{partition}"
+        # Partition.makeLeader: a new leader's epoch starts at its log end offset
+        # (UnifiedLog.maybeAssignEpochStartOffset), so OffsetForLeaderEpoch and
+        # ListOffsets know epoch 0 before the first append, as on Kafka. A cache
+        # that already holds this epoch (or a later one) is left as it is.
+        cache = log.leader_epoch_cache
+        latest = cache.latest_epoch
+        if latest is None or latest < LEADER_EPOCH:
+            cache.assign(LEADER_EPOCH, log.log_end_offset)
 
     def __repr__(self) -> str:
         return f"Partition({self._name})"
