@@ -11,6 +11,9 @@ from __future__ import annotations
 from broker.handlers.api_versions import ApiVersionsHandler
 from broker.handlers.base import RequestHandler
 from broker.handlers.context import BrokerContext
+from broker.handlers.create_partitions import CreatePartitionsHandler
+from broker.handlers.create_topics import CreateTopicsHandler
+from broker.handlers.delete_topics import DeleteTopicsHandler
 from broker.handlers.init_producer_id import InitProducerIdHandler
 from broker.handlers.list_offsets import ListOffsetsHandler
 from broker.handlers.metadata import MetadataHandler
@@ -25,6 +28,9 @@ HANDLER_CLASSES: tuple[type[RequestHandler], ...] = (
     # admin and offset APIs (read path besides Fetch)
     ListOffsetsHandler,
     OffsetForLeaderEpochHandler,
+    CreateTopicsHandler,
+    DeleteTopicsHandler,
+    CreatePartitionsHandler,
 )
 
 

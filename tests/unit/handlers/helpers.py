@@ -70,6 +70,7 @@ class AdminBroker:
         self.dispatcher = Dispatcher(HandlerRegistry(self.context), self.metrics)
         self.connection = FakeConnection()
         self._correlation = itertools.count(1)
+        self.closed = False
 
     def now_ms(self) -> int:
         return self.now
@@ -93,15 +94,16 @@ class AdminBroker:
 
     def append(self, topic: str, partition: int, timestamps: list[int]) -> tuple[int, int]:
         """Append one v2 batch with a record per timestamp; (first, last) offset."""
-        built = build_v2_batch(
-            [SimpleRecord(timestamp=ts, value=b"v%d" % ts) for ts in timestamps]
-        )
+        built = build_v2_batch([SimpleRecord(timestamp=ts, value=b"v%d" % ts) for ts in timestamps])
         p = self.replica_manager.get_partition(topic, partition)
         assert p is not None
         outcome = p.append_records_as_leader(memoryview(bytearray(built.buffer)), 9)
         return outcome.base_offset, outcome.last_offset
 
     def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
         self.group_commit.close()
         self.log_manager.shutdown()
 

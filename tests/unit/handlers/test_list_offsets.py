@@ -33,7 +33,10 @@ def request(*partitions, topic=TOPIC, replica_id=-1, isolation_level=0):
                 name=topic,
                 partitions=[
                     ListOffsetsRequest.ListOffsetsPartition(
-                        partition_index=p, timestamp=ts, current_leader_epoch=epoch, max_num_offsets=n
+                        partition_index=p,
+                        timestamp=ts,
+                        current_leader_epoch=epoch,
+                        max_num_offsets=n,
                     )
                     for p, ts, epoch, n in partitions
                 ],
@@ -80,9 +83,7 @@ def test_by_timestamp_past_the_largest_is_none_with_unknown_offset(broker):
     assert (p.error_code, p.offset, p.timestamp, p.leader_epoch) == (0, -1, -1, -1)
 
 
-@pytest.mark.parametrize(
-    ("timestamp", "first_version"), [(-3, 7), (-4, 8), (-5, 9)]
-)
+@pytest.mark.parametrize(("timestamp", "first_version"), [(-3, 7), (-4, 8), (-5, 9)])
 def test_special_timestamps_need_their_version(broker, timestamp, first_version):
     before = one(broker, first_version - 1, timestamp)
     assert before.error_code == ErrorCode.UNSUPPORTED_VERSION
