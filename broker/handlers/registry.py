@@ -8,12 +8,15 @@ protocol layer's range for the API (checked when the registry is built).
 
 from __future__ import annotations
 
+from broker.handlers.alter_configs import AlterConfigsHandler
 from broker.handlers.api_versions import ApiVersionsHandler
 from broker.handlers.base import RequestHandler
 from broker.handlers.context import BrokerContext
 from broker.handlers.create_partitions import CreatePartitionsHandler
 from broker.handlers.create_topics import CreateTopicsHandler
 from broker.handlers.delete_topics import DeleteTopicsHandler
+from broker.handlers.describe_configs import DescribeConfigsHandler
+from broker.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
 from broker.handlers.init_producer_id import InitProducerIdHandler
 from broker.handlers.list_offsets import ListOffsetsHandler
 from broker.handlers.metadata import MetadataHandler
@@ -31,6 +34,9 @@ HANDLER_CLASSES: tuple[type[RequestHandler], ...] = (
     CreateTopicsHandler,
     DeleteTopicsHandler,
     CreatePartitionsHandler,
+    DescribeConfigsHandler,
+    AlterConfigsHandler,
+    IncrementalAlterConfigsHandler,
 )
 
 

@@ -94,7 +94,9 @@ class AdminBroker:
 
     def append(self, topic: str, partition: int, timestamps: list[int]) -> tuple[int, int]:
         """Append one v2 batch with a record per timestamp; (first, last) offset."""
-        built = build_v2_batch([SimpleRecord(timestamp=ts, value=b"v%d" % ts) for ts in timestamps])
+        built = build_v2_batch(
+            [SimpleRecord(timestamp=ts, key=b"k%d" % ts, value=b"v%d" % ts) for ts in timestamps]
+        )
         p = self.replica_manager.get_partition(topic, partition)
         assert p is not None
         outcome = p.append_records_as_leader(memoryview(bytearray(built.buffer)), 9)
