@@ -15,7 +15,10 @@ from broker.handlers.context import BrokerContext
 from broker.handlers.create_partitions import CreatePartitionsHandler
 from broker.handlers.create_topics import CreateTopicsHandler
 from broker.handlers.delete_topics import DeleteTopicsHandler
+from broker.handlers.describe_cluster import DescribeClusterHandler
 from broker.handlers.describe_configs import DescribeConfigsHandler
+from broker.handlers.describe_log_dirs import DescribeLogDirsHandler
+from broker.handlers.find_coordinator import FindCoordinatorHandler
 from broker.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
 from broker.handlers.init_producer_id import InitProducerIdHandler
 from broker.handlers.list_offsets import ListOffsetsHandler
@@ -31,12 +34,15 @@ HANDLER_CLASSES: tuple[type[RequestHandler], ...] = (
     # admin and offset APIs (read path besides Fetch)
     ListOffsetsHandler,
     OffsetForLeaderEpochHandler,
+    FindCoordinatorHandler,
     CreateTopicsHandler,
     DeleteTopicsHandler,
     CreatePartitionsHandler,
     DescribeConfigsHandler,
     AlterConfigsHandler,
     IncrementalAlterConfigsHandler,
+    DescribeLogDirsHandler,
+    DescribeClusterHandler,
 )
 
 
