@@ -1,0 +1,446 @@
+"""Every metric of the broker, defined once; the only importer of prometheus_client.
+
+Kafka's meters (``BrokerTopicMetrics``, ``RequestMetrics``, ``Log``,
+``LogFlushStats``; reference §5) become Prometheus-native metrics: counters
+end in ``_total``, durations are ``_seconds``, sizes ``_bytes``; Kafka's
+histograms stay histograms. The JMX name behind each one is in
+``docs/metrics.md``.
+
+Lower layers never see prometheus_client: they get small recorder objects
+(:class:`ValidatorRecorder`, :class:`FlushRecorder`) or per-topic /
+per-request bundles whose labelled children are bound once
+(:meth:`BrokerMetrics.topic`, :meth:`BrokerMetrics.request`), so the hot path
+pays one ``inc``/``observe`` per batch or per request, never per record.
+
+Log gauges (end offset, start offset, size, segment count per partition) are
+read at scrape time from a provider callable, so appends pay nothing for them.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+NAMESPACE = "kafka"
+
+# ``*_created`` timestamp series double the exposition and no dashboard uses them
+disable_created_metrics()  # type: ignore[no-untyped-call]
+
+#: request-time buckets (seconds): Kafka reports whole ms, most requests take < 10 ms
+TIME_BUCKETS = (
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+)
+#: temporary memory / request size buckets (bytes): 1 KiB .. 1 GiB by 4x
+BYTE_BUCKETS = tuple(float(1024 * 4**i) for i in range(11))
+
+#: label value used once the distinct client software pairs reach the cap
+OTHER_CLIENT = "other"
+UNKNOWN_CLIENT = "unknown"
+
+
+class LogSample(NamedTuple):
+    """One partition's log gauges, as read at scrape time."""
+
+    topic: str
+    partition: int
+    log_end_offset: int
+    log_start_offset: int
+    size_bytes: int
+    num_segments: int
+
+
+LogProvider = Callable[[], Iterable[LogSample]]
+
+
+class ValidatorRecorder:
+    """The validator's metrics recorder (Kafka's ``newValidatorMetricsRecorder``).
+
+    These four meters exist for all topics only, as in Kafka (§5.1).
+    """
+
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        self._magic = metrics.invalid_magic_number_records
+        self._crc = metrics.invalid_message_crc_records
+        self._offset = metrics.invalid_offset_or_sequence_records
+        self._no_key = metrics.no_key_compacted_topic_records
+
+    def record_invalid_magic(self) -> None:
+        self._magic.inc()
+
+    def record_invalid_offset(self) -> None:
+        self._offset.inc()
+
+    def record_invalid_sequence(self) -> None:
+        self._offset.inc()
+
+    def record_invalid_checksums(self) -> None:
+        self._crc.inc()
+
+    def record_no_key_compacted_topic(self) -> None:
+        self._no_key.inc()
+
+
+class FlushRecorder:
+    """``LogFlushStats.LogFlushRateAndTimeMs``: one sample per segment flush."""
+
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        self._hist = metrics.log_flush_time
+
+    def record_flush(self, seconds: float) -> None:
+        self._hist.observe(seconds)
+
+
+@dataclass(frozen=True)
+class TopicMetrics:
+    """``BrokerTopicMetrics`` of one topic, children bound once."""
+
+    messages_in: Counter
+    bytes_in: Counter
+    bytes_out: Counter
+    bytes_rejected: Counter
+    produce_requests: Counter
+    failed_produce_requests: Counter
+    fetch_requests: Counter
+    failed_fetch_requests: Counter
+    produce_message_conversions: Counter
+    fetch_message_conversions: Counter
+
+
+@dataclass(frozen=True)
+class RequestMetrics:
+    """``RequestMetrics`` of one (API, version), children bound once."""
+
+    requests: Counter
+    queue_time: Histogram
+    local_time: Histogram
+    remote_time: Histogram
+    response_send_time: Histogram
+    total_time: Histogram
+    request_bytes: Histogram
+    #: None for APIs other than Produce and Fetch
+    conversions_time: Histogram | None
+    temporary_memory: Histogram | None
+
+
+class _LogCollector(Collector):
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        labels = ["topic", "partition"]
+        leo = GaugeMetricFamily(
+            f"{NAMESPACE}_log_end_offset",
+            "Next offset to be assigned (Log.LogEndOffset).",
+            labels=labels,
+        )
+        lso = GaugeMetricFamily(
+            f"{NAMESPACE}_log_start_offset",
+            "First offset still in the log (Log.LogStartOffset).",
+            labels=labels,
+        )
+        size = GaugeMetricFamily(
+            f"{NAMESPACE}_log_size_bytes", "Bytes of all segments (Log.Size).", labels=labels
+        )
+        segs = GaugeMetricFamily(
+            f"{NAMESPACE}_log_segments", "Number of segments (Log.NumLogSegments).", labels=labels
+        )
+        provider = self._metrics.log_provider
+        if provider is not None:
+            for s in provider():
+                lv = [s.topic, str(s.partition)]
+                leo.add_metric(lv, s.log_end_offset)
+                lso.add_metric(lv, s.log_start_offset)
+                size.add_metric(lv, s.size_bytes)
+                segs.add_metric(lv, s.num_segments)
+        yield from (leo, lso, size, segs)
+
+
+class BrokerMetrics:
+    """The broker's metric registry and the bundles handed to other layers."""
+
+    def __init__(
+        self,
+        *,
+        records_implementation: str,
+        event_loop: str,
+        version: str,
+        max_client_label_values: int = 64,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        self.max_client_label_values = max_client_label_values
+        self.log_provider: LogProvider | None = None
+        r = self.registry
+        ns = NAMESPACE
+
+        def counter(name: str, doc: str, labels: tuple[str, ...] = ()) -> Counter:
+            return Counter(name, doc, labels, namespace=ns, registry=r)
+
+        def hist(
+            name: str, doc: str, labels: tuple[str, ...], buckets: tuple[float, ...]
+        ) -> Histogram:
+            return Histogram(name, doc, labels, namespace=ns, registry=r, buckets=buckets)
+
+        t = ("topic",)
+        # BrokerTopicMetrics, per topic; the all-topics value is sum() over topic
+        self.messages_in = counter("topic_messages_in", "Records appended (MessagesInPerSec).", t)
+        self.bytes_in = counter(
+            "topic_bytes_in", "Produce request record bytes appended (BytesInPerSec).", t
+        )
+        self.bytes_out = counter(
+            "topic_bytes_out", "Record bytes sent to consumers (BytesOutPerSec).", t
+        )
+        self.bytes_rejected = counter(
+            "topic_bytes_rejected", "Record bytes rejected as too large (BytesRejectedPerSec).", t
+        )
+        self.produce_requests = counter(
+            "topic_produce_requests", "Partitions produced to (TotalProduceRequestsPerSec).", t
+        )
+        self.failed_produce_requests = counter(
+            "topic_failed_produce_requests",
+            "Partition appends that failed (FailedProduceRequestsPerSec).",
+            t,
+        )
+        self.fetch_requests = counter(
+            "topic_fetch_requests", "Partitions fetched from (TotalFetchRequestsPerSec).", t
+        )
+        self.failed_fetch_requests = counter(
+            "topic_failed_fetch_requests",
+            "Partition fetches that failed (FailedFetchRequestsPerSec).",
+            t,
+        )
+        self.produce_message_conversions = counter(
+            "topic_produce_message_conversions",
+            "Records the broker converted or recompressed on produce"
+            " (ProduceMessageConversionsPerSec).",
+            t,
+        )
+        self.fetch_message_conversions = counter(
+            "topic_fetch_message_conversions",
+            "Records down-converted for old consumers (FetchMessageConversionsPerSec).",
+            t,
+        )
+        # all-topics-only meters of the validator
+        self.invalid_magic_number_records = counter(
+            "invalid_magic_number_records", "Batches or records with a wrong magic."
+        )
+        self.invalid_message_crc_records = counter(
+            "invalid_message_crc_records", "Batches or inner records failing their CRC."
+        )
+        self.invalid_offset_or_sequence_records = counter(
+            "invalid_offset_or_sequence_records",
+            "Batches with inconsistent offsets, counts, sequences or control flags from clients.",
+        )
+        self.no_key_compacted_topic_records = counter(
+            "no_key_compacted_topic_records", "Key-less records sent to compacted topics."
+        )
+        # beyond Kafka: who makes the broker convert
+        self.client_message_conversions = counter(
+            "client_message_conversions",
+            "Records converted, by the client software that sent or fetched them"
+            " (ApiVersions v3+; 'unknown' before, 'other' past the label cap).",
+            ("request", "client_software_name", "client_software_version"),
+        )
+        # RequestMetrics
+        rv = ("request", "version")
+        self.requests = counter("requests", "Requests received (RequestsPerSec).", rv)
+        self.request_errors = counter(
+            "request_errors",
+            "Error codes in responses, per partition (ErrorsPerSec).",
+            ("request", "error"),
+        )
+        self.request_queue_time = hist(
+            "request_queue_time_seconds",
+            "Arrival to dispatch (RequestQueueTimeMs).",
+            rv,
+            TIME_BUCKETS,
+        )
+        self.request_local_time = hist(
+            "request_local_time_seconds",
+            "Processing by the broker (LocalTimeMs).",
+            rv,
+            TIME_BUCKETS,
+        )
+        self.request_remote_time = hist(
+            "request_remote_time_seconds",
+            "Waiting for durability (acks=all fsync) or data (fetch long-poll) (RemoteTimeMs).",
+            rv,
+            TIME_BUCKETS,
+        )
+        self.request_response_send_time = hist(
+            "request_response_send_time_seconds",
+            "Handing the response to the socket (ResponseSendTimeMs).",
+            rv,
+            TIME_BUCKETS,
+        )
+        self.request_total_time = hist(
+            "request_total_time_seconds",
+            "Arrival to response sent (TotalTimeMs).",
+            rv,
+            TIME_BUCKETS,
+        )
+        self.request_bytes = hist(
+            "request_size_bytes", "Request sizes (RequestBytes).", ("request",), BYTE_BUCKETS
+        )
+        self.message_conversions_time = hist(
+            "request_message_conversions_time_seconds",
+            "Conversion time of one partition of each request (MessageConversionsTimeMs).",
+            ("request",),
+            TIME_BUCKETS,
+        )
+        self.temporary_memory = hist(
+            "request_temporary_memory_bytes",
+            "Temporary memory used for validation and conversion (TemporaryMemoryBytes).",
+            ("request",),
+            BYTE_BUCKETS,
+        )
+        # LogFlushStats
+        self.log_flush_time = Histogram(
+            "log_flush_time_seconds",
+            "Duration of one segment flush (LogFlushRateAndTimeMs).",
+            namespace=ns,
+            registry=r,
+            buckets=TIME_BUCKETS,
+        )
+        # network
+        self.connections = Gauge(
+            "network_connections", "Open client connections.", namespace=ns, registry=r
+        )
+        self.connections_created = counter("network_connections_created", "Connections accepted.")
+        self.build_info = Gauge(
+            "broker_build_info",
+            "Always 1; labels say which implementation runs.",
+            ("version", "records_implementation", "event_loop", "python"),
+            namespace=ns,
+            registry=r,
+        )
+        self.build_info.labels(
+            version, records_implementation, event_loop, platform.python_version()
+        ).set(1)
+        r.register(_LogCollector(self))
+
+        self.validator_recorder = ValidatorRecorder(self)
+        self.flush_recorder = FlushRecorder(self)
+        self._topics: dict[str, TopicMetrics] = {}
+        self._requests: dict[tuple[str, int], RequestMetrics] = {}
+        self._clients: dict[tuple[str, str, str], Counter] = {}
+        self._client_pairs: set[tuple[str, str]] = set()
+
+    # ---- bundles -----------------------------------------------------------
+
+    def topic(self, topic: str) -> TopicMetrics:
+        tm = self._topics.get(topic)
+        if tm is None:
+            tm = TopicMetrics(
+                self.messages_in.labels(topic),
+                self.bytes_in.labels(topic),
+                self.bytes_out.labels(topic),
+                self.bytes_rejected.labels(topic),
+                self.produce_requests.labels(topic),
+                self.failed_produce_requests.labels(topic),
+                self.fetch_requests.labels(topic),
+                self.failed_fetch_requests.labels(topic),
+                self.produce_message_conversions.labels(topic),
+                self.fetch_message_conversions.labels(topic),
+            )
+            self._topics[topic] = tm
+        return tm
+
+    def forget_topic(self, topic: str) -> None:
+        """Drop a deleted topic's series (as Kafka removes its per-topic meters)."""
+        if self._topics.pop(topic, None) is None:
+            return
+        for c in (
+            self.messages_in,
+            self.bytes_in,
+            self.bytes_out,
+            self.bytes_rejected,
+            self.produce_requests,
+            self.failed_produce_requests,
+            self.fetch_requests,
+            self.failed_fetch_requests,
+            self.produce_message_conversions,
+            self.fetch_message_conversions,
+        ):
+            c.remove(topic)
+
+    def request(self, api: str, version: int) -> RequestMetrics:
+        key = (api, version)
+        rm = self._requests.get(key)
+        if rm is None:
+            v = str(version)
+            converts = api in ("Produce", "Fetch")
+            rm = RequestMetrics(
+                self.requests.labels(api, v),
+                self.request_queue_time.labels(api, v),
+                self.request_local_time.labels(api, v),
+                self.request_remote_time.labels(api, v),
+                self.request_response_send_time.labels(api, v),
+                self.request_total_time.labels(api, v),
+                self.request_bytes.labels(api),
+                self.message_conversions_time.labels(api) if converts else None,
+                self.temporary_memory.labels(api) if converts else None,
+            )
+            self._requests[key] = rm
+        return rm
+
+    def record_error(self, api: str, error_name: str, count: int = 1) -> None:
+        self.request_errors.labels(api, error_name).inc(count)
+
+    def client_conversions(
+        self, request: str, software_name: str | None, software_version: str | None
+    ) -> Counter:
+        """The per-client conversions counter, with a cap on distinct clients.
+
+        Client software name and version come from the client (ApiVersions
+        v3+), so a hostile client could invent a new pair per connection: past
+        ``max_client_label_values`` distinct pairs, new ones count as 'other'.
+        """
+        name = software_name or UNKNOWN_CLIENT
+        ver = software_version or UNKNOWN_CLIENT
+        pair = (name, ver)
+        if pair not in self._client_pairs:
+            if len(self._client_pairs) >= self.max_client_label_values:
+                name = ver = OTHER_CLIENT
+            else:
+                self._client_pairs.add(pair)
+        key = (request, name, ver)
+        child = self._clients.get(key)
+        if child is None:
+            child = self.client_message_conversions.labels(request, name, ver)
+            self._clients[key] = child
+        return child
+
+    # ---- exposition ------------------------------------------------------
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

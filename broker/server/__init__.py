@@ -1,0 +1,1 @@
+"""The asyncio (uvloop) server: listener, connections, dispatch. The only awaiting layer."""

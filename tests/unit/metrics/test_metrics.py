@@ -1,0 +1,114 @@
+"""Metric catalogue: names, label caps, scrape-time log gauges."""
+
+from __future__ import annotations
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from broker.metrics import OTHER_CLIENT, BrokerMetrics, LogSample
+
+
+def make() -> BrokerMetrics:
+    return BrokerMetrics(records_implementation="compiled", event_loop="uvloop", version="0.1.0")
+
+
+def samples(m: BrokerMetrics) -> dict[tuple[str, tuple], float]:
+    out = {}
+    for fam in text_string_to_metric_families(m.render().decode()):
+        for s in fam.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def test_topic_bundle_is_bound_once_and_counts():
+    m = make()
+    assert m.topic("a") is m.topic("a")
+    m.topic("a").messages_in.inc(3)
+    m.topic("a").produce_message_conversions.inc(7)
+    s = samples(m)
+    assert s[("kafka_topic_messages_in_total", (("topic", "a"),))] == 3
+    assert s[("kafka_topic_produce_message_conversions_total", (("topic", "a"),))] == 7
+
+
+def test_forget_topic_removes_its_series():
+    m = make()
+    m.topic("gone").bytes_in.inc(10)
+    m.forget_topic("gone")
+    assert not any(labels == (("topic", "gone"),) for (_, labels) in samples(m))
+
+
+def test_client_label_values_are_capped():
+    m = make()
+    m.max_client_label_values = 3
+    for i in range(10):
+        m.client_conversions("Produce", f"evil-{i}", "1").inc()
+    m.client_conversions("Produce", "evil-0", "1").inc()  # a known pair keeps its label
+    s = samples(m)
+    names = {
+        dict(labels)["client_software_name"]
+        for (n, labels) in s
+        if n == "kafka_client_message_conversions_total"
+    }
+    assert names == {"evil-0", "evil-1", "evil-2", OTHER_CLIENT}
+    key = (
+        "kafka_client_message_conversions_total",
+        (
+            ("client_software_name", OTHER_CLIENT),
+            ("client_software_version", OTHER_CLIENT),
+            ("request", "Produce"),
+        ),
+    )
+    assert s[key] == 7
+
+
+def test_unknown_client_software_is_labelled_unknown():
+    m = make()
+    m.client_conversions("Fetch", None, None).inc(2)
+    s = samples(m)
+    key = (
+        "kafka_client_message_conversions_total",
+        (
+            ("client_software_name", "unknown"),
+            ("client_software_version", "unknown"),
+            ("request", "Fetch"),
+        ),
+    )
+    assert s[key] == 2
+
+
+def test_log_gauges_are_read_at_scrape_time():
+    m = make()
+    state = {"leo": 5}
+    m.log_provider = lambda: [LogSample("t", 0, state["leo"], 0, 100, 1)]
+    assert samples(m)[("kafka_log_end_offset", (("partition", "0"), ("topic", "t")))] == 5
+    state["leo"] = 9
+    assert samples(m)[("kafka_log_end_offset", (("partition", "0"), ("topic", "t")))] == 9
+
+
+def test_request_bundle_has_conversion_histograms_only_for_produce_and_fetch():
+    m = make()
+    assert m.request("Produce", 9).conversions_time is not None
+    assert m.request("Fetch", 4).temporary_memory is not None
+    assert m.request("Metadata", 12).conversions_time is None
+
+
+def test_validator_recorder_feeds_all_topic_meters():
+    m = make()
+    r = m.validator_recorder
+    r.record_invalid_magic()
+    r.record_invalid_checksums()
+    r.record_invalid_offset()
+    r.record_invalid_sequence()
+    r.record_no_key_compacted_topic()
+    s = samples(m)
+    assert s[("kafka_invalid_magic_number_records_total", ())] == 1
+    assert s[("kafka_invalid_message_crc_records_total", ())] == 1
+    assert s[("kafka_invalid_offset_or_sequence_records_total", ())] == 2
+    assert s[("kafka_no_key_compacted_topic_records_total", ())] == 1
+
+
+def test_build_info_names_the_records_implementation():
+    m = make()
+    s = samples(m)
+    (labels,) = [dict(lb) for (n, lb) in s if n == "kafka_broker_build_info"]
+    assert labels["records_implementation"] == "compiled"
+    assert labels["event_loop"] == "uvloop"
