@@ -314,6 +314,7 @@ class LazyIndex(Generic[_I]):
         self._base_offset = base_offset
         self._max_index_size = max_index_size
         self._cls = cls
+        #: the opened index, None until first use (read directly by the hot path)
         self._index: _I | None = None
 
     @property

@@ -463,11 +463,15 @@ class UnifiedLog:
                     self.leader_epoch_cache.assign(epoch, base)
                 last = base + h[6]
                 max_ts = h[8]
-                segment = local.segments.active()
-                if not segment.should_roll(
-                    self._max_segment_ms, config.segment_bytes, max_ts, last, size, self._time_ms()
+                if local.segments.active().append_if_no_roll(
+                    last,
+                    max_ts,
+                    view,
+                    size,
+                    self._max_segment_ms,
+                    config.segment_bytes,
+                    self._time_ms,
                 ):
-                    segment.append(last, max_ts, last, view)
                     local._leo_offset = last + 1
                     self.producer_state._last_map_offset = last + 1
                     if last + 1 - local._recovery_point >= config.flush_messages:
