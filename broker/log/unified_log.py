@@ -732,6 +732,10 @@ class UnifiedLog:
     def close_handlers(self) -> None:
         self._local.close_handlers()
 
+    def mark_deleted(self) -> None:
+        """No more appends or reads; descriptors stay open (see ``LogManager.delete_log``)."""
+        self._local.mark_closed()
+
     def assign_topic_id(self, topic_id: bytes) -> None:
         metadata = PartitionMetadataFile(self.dir)
         if self.topic_id is None:
