@@ -58,6 +58,10 @@ from broker.log.unified_log import UnifiedLog
 
 logger = logging.getLogger(__name__)
 
+#: folders a Kafka log dir may hold that are not partitions of topics
+METADATA_TOPIC = "__cluster_metadata"
+REMOTE_INDEX_CACHE_DIR = "remote-log-index-cache"
+
 _PROCESS_LOCKS: set[str] = set()
 _PROCESS_LOCKS_GUARD = threading.Lock()
 
@@ -234,6 +238,10 @@ class LogManager:
                 if files.is_deleted_dir(child.name):
                     shutil.rmtree(child, ignore_errors=True)
                     continue
+                if child.name == REMOTE_INDEX_CACHE_DIR or child.name.startswith(
+                    METADATA_TOPIC + "-"
+                ):
+                    continue  # Kafka's loader skips these too (KRaft metadata, tiered storage)
                 try:
                     tp = files.parse_topic_partition_name(child.name)
                 except ValueError:
