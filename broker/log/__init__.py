@@ -20,6 +20,7 @@ directory layout). Modules, bottom up:
 ``unified_log``      the partition log the partition layer uses
 ``config_store``     persisted topic config overrides
 ``manager``          all partitions of all log dirs, topic configs, ticks, shutdown
+``dump``             ``broker dump-log`` (kafka-dump-log.sh's output)
 
 The API the partition and server layers use is summed up in ``docs/storage.md``.
 
