@@ -328,66 +328,6 @@ class LogSegment:
         else:
             self._bytes_since_last_index_entry += size
 
-    def append_if_no_roll(  # noqa: PLR0917
-        self,
-        largest_offset: int,
-        largest_timestamp_ms: int,
-        records: memoryview,
-        size: int,
-        max_segment_ms: int,
-        max_segment_bytes: int,
-        time_ms: TimeMs,
-    ) -> bool:
-        """The produce hot path: :meth:`should_roll` and :meth:`append` for one
-        batch whose last offset carries its max timestamp, in one call.
-
-        Returns False, having done nothing, when a roll is due or any
-        precondition of the short path is missing (indexes not open yet, max
-        timestamp not loaded, an index full); the caller then takes the
-        general path. Same effects as ``should_roll`` + ``append`` otherwise.
-        """
-        log = self.log
-        position = log._size
-        if position > max_segment_bytes - size:
-            return False
-        if position > 0:
-            first_ts = self._rolling_based_timestamp
-            if first_ts is None:
-                return False
-            waited = largest_timestamp_ms - first_ts if first_ts >= 0 else time_ms() - self.created
-            if waited > max_segment_ms - self.roll_jitter_ms:
-                return False
-        offset_index = self._offset_index._index
-        time_index = self._time_index._index
-        max_so_far = self._max_timestamp_and_offset
-        if offset_index is None or time_index is None or max_so_far is None:
-            return False
-        relative = largest_offset - self.base_offset
-        if (
-            relative < 0
-            or relative > INT_MAX
-            or offset_index._entries >= offset_index._max_entries
-            or time_index._entries >= time_index._max_entries - 1
-        ):
-            return False
-        if position == 0:
-            self._rolling_based_timestamp = largest_timestamp_ms
-        written = os.pwrite(log.fd, records, position)
-        if written != size:
-            log.finish_short_write(records, position, written)
-        log._size = position + size
-        if largest_timestamp_ms > max_so_far.timestamp:
-            max_so_far = TimestampOffset(largest_timestamp_ms, largest_offset)
-            self._max_timestamp_and_offset = max_so_far
-        if self._bytes_since_last_index_entry > self.index_interval_bytes:
-            offset_index.append(largest_offset, position)
-            if max_so_far.timestamp > time_index._last.timestamp or time_index._entries == 0:
-                time_index.maybe_append(max_so_far.timestamp, max_so_far.offset)
-            self._bytes_since_last_index_entry = size
-        else:
-            self._bytes_since_last_index_entry += size
-        return True
-
     # ---- reads ---------------------------------------------------------------------------
 
     def translate_offset(
