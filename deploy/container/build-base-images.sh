@@ -28,7 +28,9 @@ for tool in mmdebstrap podman; do
   }
 done
 
-# Docs, man pages and translations are dead weight in a container.
+# Docs, man pages and translations are dead weight in a container. The
+# merged-usr hook sets up /usr without the usrmerge package (which would pull
+# in perl, 50 MB) and installs usr-is-merged instead.
 slim=(
   --dpkgopt='path-exclude=/usr/share/man/*'
   --dpkgopt='path-exclude=/usr/share/info/*'
@@ -49,6 +51,7 @@ build() {
   # anyway); python is python3, as in the python:3.11-slim images.
   mmdebstrap --quiet --variant=minbase --include="$packages" "${slim[@]}" \
     --aptopt='APT::Install-Recommends "false"' \
+    --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
     --customize-hook='rm -f "$1"/usr/lib/python3.*/EXTERNALLY-MANAGED' \
     --customize-hook='ln -sf python3 "$1"/usr/bin/python' \
     bookworm - \
