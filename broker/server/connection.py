@@ -50,8 +50,9 @@ _SIZE = struct.Struct(">i")
 #: never offer the loop less room than this for one read
 _MIN_READ = 16 * 1024
 
-#: what a handler answers with: the response's segments (bytes-like objects or
-#: file slices with ``__len__``), None for "no response" (acks=0)
+#: what a handler answers with: the segments of a whole response frame, size
+#: prefix included (bytes-like objects, or file slices written by the
+#: ``write_segment`` callback), or None for "no response" (acks=0)
 Segments = Sequence[Any]
 Outcome = Segments | None | Awaitable[Segments | None]
 
@@ -297,8 +298,6 @@ class Connection(asyncio.BufferedProtocol):
         self._maybe_resume_reading()
 
     def _write(self, transport: asyncio.Transport, segments: Segments) -> None:
-        total = sum(len(s) for s in segments)
-        transport.write(_SIZE.pack(total))
         for seg in segments:
             if isinstance(seg, (bytes, bytearray, memoryview)):
                 if len(seg):

@@ -44,7 +44,10 @@ def test_the_input_formula_is_pinned() -> None:
 
 def test_every_vector_file_is_listed() -> None:
     assert sorted(p.name for p in VECTORS.glob("*.bin")) == sorted(EXPECTED)
-    listed = set(re.findall(r"`([\w.-]+\.bin)`", (VECTORS.parent / "VECTORS.md").read_text()))
+    text = (VECTORS.parent / "VECTORS.md").read_text()
+    section = text[text.index("## Codecs") :]
+    section = section[: section.find("\n## ", 1)] if "\n## " in section[1:] else section
+    listed = set(re.findall(r"`([\w.-]+\.bin)`", section))
     assert listed == set(EXPECTED)
 
 

@@ -18,8 +18,8 @@ class EchoHandler:
         self.seen: list[bytes] = []
         self.release = asyncio.Event()
 
-    def handle_frame(self, frame, conn):
-        data = bytes(frame)
+    def handle_frame(self, frame_view, conn):
+        data = bytes(frame_view)
         self.seen.append(data)
         if data.startswith(b"S"):
             return self._slow(data)
@@ -27,11 +27,11 @@ class EchoHandler:
             return None
         if data.startswith(b"X"):
             raise RuntimeError("boom")
-        return [data]
+        return [frame(data)]
 
     async def _slow(self, data):
         await self.release.wait()
-        return [b"slow:", data]
+        return [struct.pack(">i", len(data) + 5), b"slow:", data]
 
 
 def frame(payload: bytes) -> bytes:
@@ -136,9 +136,9 @@ def test_large_frame_received_in_one_buffer_without_copies_of_the_body():
         seen_objs = []
 
         class Keeper(EchoHandler):
-            def handle_frame(self, frame, conn):
-                seen_objs.append(frame.obj)
-                return [b"ok"]
+            def handle_frame(self, frame_view, conn):
+                seen_objs.append(frame_view.obj)
+                return [frame(b"ok")]
 
         server, port = await start(Keeper(), ConnectionLimits(receive_buffer_bytes=1024))
         r, w = await asyncio.open_connection("127.0.0.1", port)

@@ -1,0 +1,24 @@
+"""Storage: partition logs in Kafka 3.9's on-disk format.
+
+Validated batches land on disk exactly as Kafka writes them, so Kafka's
+tools read our log directories and we read theirs (``files.py`` has the
+directory layout). Modules, bottom up:
+
+``files``            names of files and folders
+``index``            mmap'd fixed-width index files (``offset_index``, ``time_index``)
+``file_records``     a segment's ``.log``: appends, header walks, file slices
+``segment``          one segment: append with index entries, reads, truncation
+``scan``             the recovery scan (``_recover_py`` / compiled ``_recover_c``)
+``recovery``         loading and recovering a partition (``LogLoader``)
+``checkpoints``      checkpoint files, clean-shutdown marker, partition.metadata, meta.properties
+``producer_state``   idempotent producers and ``.snapshot`` files
+``leader_epoch``     leader-epoch cache and its checkpoint
+``local_log``        segments, LEO, rolls, reads, deletion, flushing (thread contract)
+``unified_log``      the partition log the partition layer uses
+``manager``          all partitions of all log dirs, topic configs, ticks, shutdown
+``dump``             ``broker dump-log``
+
+Threading: one partition's log is used from one thread at a time; its
+``flush`` may run concurrently from a flusher thread (``local_log.py``
+explains why that is safe).
+"""

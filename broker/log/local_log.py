@@ -1,0 +1,450 @@
+"""Segments of one partition on local disk (``LocalLog.scala``).
+
+Owns the segment list, the log end offset (LEO), the recovery point, rolls,
+reads, truncation, segment deletion (rename to ``.deleted``, delete after
+``file.delete.delay.ms``) and the mechanics of flushing.
+
+Threading contract (the one place it is enforced):
+
+* One partition's log is used from **one thread at a time** (the server's
+  event-loop thread): append, roll, read, truncate, retention, close.
+* :meth:`LocalLog.flush` may run **concurrently** from a flusher thread,
+  because it never touches a mapping or a Python object the owner thread
+  mutates without the lock: under ``_lock`` (held for microseconds) it
+  copies the list of segments to flush and takes *its own* descriptors
+  (``os.dup`` of each ``.log`` descriptor, ``os.open`` of each index file
+  by path); the fsyncs run outside the lock on those descriptors, so a
+  concurrent append (``os.pwrite`` on the original descriptor), roll
+  (trimming, new files), rename or delete cannot invalidate them. Every
+  mutation of the segment list, of a segment's file names and of the
+  recovery point happens under ``_lock``. Appends themselves take no lock:
+  the bytes of an offset are written before the LEO that covers it is
+  published, so a flusher that reads the LEO finds the bytes in the page
+  cache.
+* Concurrent flushes serialise on ``_flush_mutex``: a flush that waited
+  finds the recovery point already past its offset and returns without an
+  fsync, which is the group commit (one fsync covers every append made
+  before it started).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from broker.errors import KafkaStorageError, OffsetOutOfRangeError
+from broker.log import files
+from broker.log.checkpoints import fsync_dir
+from broker.log.errors import LogClosedError
+from broker.log.file_records import FileSlice
+from broker.log.log_segments import LogSegments
+from broker.log.segment import FetchDataInfo, LogOffsetMetadata, LogSegment, TimeMs
+
+if TYPE_CHECKING:
+    from broker.config import TopicConfig
+
+logger = logging.getLogger(__name__)
+
+
+class FlushRecorder(Protocol):
+    """Receives one sample per segment flush (Kafka's ``LogFlushRateAndTimeMs``)."""
+
+    def record_flush(self, seconds: float) -> None: ...
+
+
+class NullFlushRecorder:
+    def record_flush(self, seconds: float) -> None:
+        return None
+
+
+class LocalLog:
+    """Segments and offsets of one partition. See the module docstring for threads."""
+
+    def __init__(  # noqa: PLR0917
+        self,
+        directory: Path,
+        config: TopicConfig,
+        segments: LogSegments,
+        recovery_point: int,
+        next_offset: int,
+        time_ms: TimeMs,
+        flush_recorder: FlushRecorder | None = None,
+        delete_scheduler: Callable[[int, list[LogSegment]], None] | None = None,
+    ) -> None:
+        self.directory = directory
+        self.config = config
+        self.segments = segments
+        self._time_ms = time_ms
+        self.flush_recorder: FlushRecorder = flush_recorder or NullFlushRecorder()
+        self._lock = threading.Lock()
+        self._flush_mutex = threading.Lock()
+        self._recovery_point = recovery_point
+        self._truncations = 0
+        self._last_flush_time = time_ms()
+        self._closed = False
+        self._pending_deletes: list[tuple[int, list[LogSegment]]] = []
+        self._delete_scheduler = delete_scheduler
+        self._unsynced_snapshots: list[Path] = []
+        self._new_files_since_flush = True
+        # the LEO as a plain int on the append path; its metadata (segment,
+        # position) is derived on demand: the active segment's size is always
+        # the position of the LEO
+        self._leo_offset = next_offset
+        self.topic_partition = files.parse_topic_partition_name(directory.name)
+
+    # ---- offsets -------------------------------------------------------------------
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._leo_offset
+
+    @property
+    def log_end_offset_metadata(self) -> LogOffsetMetadata:
+        return self._leo
+
+    @property
+    def _leo(self) -> LogOffsetMetadata:
+        active = self.segments.active_segment
+        return LogOffsetMetadata(self._leo_offset, active.base_offset, active.log.size)
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def last_flush_time(self) -> int:
+        return self._last_flush_time
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._leo_offset - self._recovery_point
+
+    def update_log_end_offset(self, end_offset: int) -> None:
+        self._leo_offset = end_offset
+        if self._recovery_point > end_offset:
+            with self._lock:
+                self._recovery_point = end_offset
+
+    def check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"The log of {self.topic_partition} is closed")
+
+    # ---- appends and rolls -------------------------------------------------------------
+
+    def append(
+        self,
+        last_offset: int,
+        largest_timestamp: int,
+        shallow_offset_of_max_timestamp: int,
+        records: memoryview | bytes | bytearray,
+    ) -> None:
+        self.segments.active_segment.append(
+            last_offset, largest_timestamp, shallow_offset_of_max_timestamp, records
+        )
+        self._leo_offset = last_offset + 1
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at max(expected, LEO) (``LocalLog.roll``)."""
+        self.check_open()
+        new_offset = max(expected_next_offset or 0, self.log_end_offset)
+        active = self.segments.active_segment
+        config = self.config
+        with self._lock:
+            if new_offset in self.segments:
+                if active.base_offset == new_offset and active.size == 0:
+                    # KAFKA-6388: an empty active segment whose index reports full
+                    logger.warning(
+                        "Trying to roll a new log segment with start offset %d while it already "
+                        "exists and is active with size 0",
+                        new_offset,
+                    )
+                    self.segments.remove(new_offset)
+                    active.close_handlers()
+                    active.delete_if_exists()
+                else:
+                    raise KafkaStorageError(
+                        f"Trying to roll a new log segment for {self.topic_partition} with start "
+                        f"offset {new_offset} while it already exists."
+                    )
+            elif new_offset < active.base_offset:
+                raise KafkaStorageError(
+                    f"Trying to roll a new log segment for {self.topic_partition} with start "
+                    f"offset {new_offset} lower than start offset of the active segment {active}"
+                )
+            else:
+                for path in (
+                    files.log_file(self.directory, new_offset),
+                    files.offset_index_file(self.directory, new_offset),
+                    files.time_index_file(self.directory, new_offset),
+                    files.txn_index_file(self.directory, new_offset),
+                ):
+                    if path.exists():
+                        logger.warning(
+                            "Newly rolled segment file %s already exists; deleting it first", path
+                        )
+                        path.unlink()
+                active.on_become_inactive_segment()
+            segment = LogSegment.open(
+                self.directory,
+                new_offset,
+                config,
+                self._time_ms,
+                init_file_size=config.segment_bytes if config.preallocate else 0,
+                preallocate=config.preallocate,
+            )
+            self.segments.add(segment)
+            self._new_files_since_flush = True
+        self.update_log_end_offset(self.log_end_offset)
+        return segment
+
+    def add_unsynced_snapshot(self, path: Path) -> None:
+        with self._lock:
+            self._unsynced_snapshots.append(path)
+
+    # ---- reads ---------------------------------------------------------------------------
+
+    def offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        """Segment and position of the batch holding ``offset``
+        (``convertToOffsetMetadataOrThrow``)."""
+        info = self.read(offset, 1, False, self._leo)
+        return info.fetch_offset_metadata
+
+    def read(
+        self,
+        start_offset: int,
+        max_length: int,
+        min_one_message: bool,
+        max_offset_metadata: LogOffsetMetadata,
+    ) -> FetchDataInfo:
+        """``LocalLog.read``: batches from ``start_offset`` as a file slice."""
+        self.check_open()
+        end_offset = self._leo_offset
+        segment = self.segments.floor_segment(start_offset)
+        if start_offset > end_offset or segment is None:
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {start_offset} for partition "
+                f"{self.topic_partition}, but we only have log segments upto {end_offset}."
+            )
+        if start_offset == max_offset_metadata.message_offset:
+            return FetchDataInfo(max_offset_metadata, None)
+        if start_offset > max_offset_metadata.message_offset:
+            return FetchDataInfo(self.offset_metadata(start_offset), None)
+        while segment is not None:
+            if segment.base_offset < max_offset_metadata.segment_base_offset:
+                max_position: int | None = segment.size
+            elif (
+                segment.base_offset == max_offset_metadata.segment_base_offset
+                and not max_offset_metadata.message_offset_only
+            ):
+                max_position = max_offset_metadata.relative_position_in_segment
+            else:
+                max_position = None
+            info = segment.read(start_offset, max_length, max_position, min_one_message)
+            if info is not None:
+                return info
+            segment = self.segments.higher_segment(segment.base_offset)
+        return FetchDataInfo(self._leo, None)
+
+    # ---- truncation and deletion ----------------------------------------------------------
+
+    def truncate_to(self, target_offset: int) -> list[LogSegment]:
+        """Remove segments above ``target_offset``, cut the new active one."""
+        with self._lock:
+            self._truncations += 1
+            deletable = [s for s in self.segments if s.base_offset > target_offset]
+            self._remove_segments(deletable)
+            self.segments.active_segment.truncate_to(target_offset)
+            self._recovery_point = min(self._recovery_point, target_offset)
+        self.update_log_end_offset(target_offset)
+        return deletable
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> list[LogSegment]:
+        self.check_open()
+        with self._lock:
+            self._truncations += 1
+            removed = list(self.segments)
+            self._remove_segments(removed)
+            config = self.config
+            for path in (
+                files.log_file(self.directory, new_offset),
+                files.offset_index_file(self.directory, new_offset),
+                files.time_index_file(self.directory, new_offset),
+            ):
+                path.unlink(missing_ok=True)
+            self.segments.add(
+                LogSegment.open(
+                    self.directory,
+                    new_offset,
+                    config,
+                    self._time_ms,
+                    init_file_size=config.segment_bytes if config.preallocate else 0,
+                    preallocate=config.preallocate,
+                )
+            )
+            self._recovery_point = min(self._recovery_point, new_offset)
+            self._new_files_since_flush = True
+        self.update_log_end_offset(new_offset)
+        return removed
+
+    def remove_and_delete_segments(self, to_delete: Iterable[LogSegment]) -> None:
+        """Take segments out of the log and schedule their files for deletion."""
+        with self._lock:
+            self._remove_segments(list(to_delete))
+
+    def _remove_segments(self, to_delete: list[LogSegment]) -> None:
+        """Under ``_lock``: out of the list, renamed ``.deleted``, deleted after
+        ``file.delete.delay.ms`` (a fetch may still be sending their bytes)."""
+        if not to_delete:
+            return
+        for segment in to_delete:
+            self.segments.remove(segment.base_offset)
+            if not segment.has_suffix(files.DELETED_FILE_SUFFIX):
+                segment.change_file_suffixes("", files.DELETED_FILE_SUFFIX)
+        deadline = self._time_ms() + self.config.file_delete_delay_ms
+        if self._delete_scheduler is not None:
+            self._delete_scheduler(deadline, list(to_delete))
+        else:
+            self._pending_deletes.append((deadline, list(to_delete)))
+
+    def delete_expired_files(self, now_ms: int | None = None, *, all_now: bool = False) -> int:
+        """Delete ``.deleted`` segment files whose delay has passed; returns how many segments."""
+        now = self._time_ms() if now_ms is None else now_ms
+        due: list[LogSegment] = []
+        with self._lock:
+            keep = []
+            for deadline, segments in self._pending_deletes:
+                if all_now or deadline <= now:
+                    due.extend(segments)
+                else:
+                    keep.append((deadline, segments))
+            self._pending_deletes = keep
+        for segment in due:
+            segment.delete_if_exists()
+        return len(due)
+
+    @property
+    def pending_deletes(self) -> int:
+        return sum(len(s) for _, s in self._pending_deletes)
+
+    # ---- flushing ---------------------------------------------------------------------------
+
+    def flush(self, offset: int, *, include_empty_active: bool = False) -> bool:
+        """Make every offset < ``offset`` durable; returns True if it fsynced.
+
+        Safe from a flusher thread (module docstring). Flushes up to the LEO
+        seen when it starts, which may cover more than asked (group commit).
+        """
+        with self._flush_mutex:
+            with self._lock:
+                if self._closed:
+                    return False
+                start = self._recovery_point
+                target = self._leo_offset
+                if offset <= start and not include_empty_active:
+                    return False
+                end = target + 1 if include_empty_active else target
+                segments = self.segments.values(start, end) if start < end else []
+                if include_empty_active:
+                    # like Kafka's segment flush, which opens (creates) lazy indexes;
+                    # only the owner thread asks for this (shutdown)
+                    for segment in segments:
+                        segment.offset_index.flush()
+                        segment.time_index.flush()
+                handles: list[tuple[int, list[int]]] = []
+                try:
+                    for segment in segments:
+                        index_fds = []
+                        for path in segment.flush_paths():
+                            try:
+                                index_fds.append(os.open(path, os.O_RDONLY))
+                            except FileNotFoundError:
+                                continue
+                        handles.append((os.dup(segment.log.fd), index_fds))
+                    snapshots = self._unsynced_snapshots
+                    self._unsynced_snapshots = []
+                    sync_dir = self._new_files_since_flush
+                    self._new_files_since_flush = False
+                    generation = self._truncations
+                except BaseException:
+                    for log_fd, index_fds in handles:
+                        for fd in (log_fd, *index_fds):
+                            os.close(fd)
+                    raise
+            try:
+                for log_fd, index_fds in handles:
+                    began = time.perf_counter()
+                    os.fsync(log_fd)
+                    for fd in index_fds:
+                        os.fsync(fd)
+                    self.flush_recorder.record_flush(time.perf_counter() - began)
+                for path in snapshots:
+                    try:
+                        fd = os.open(path, os.O_RDONLY)
+                    except FileNotFoundError:
+                        continue
+                    try:
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                if sync_dir:
+                    fsync_dir(self.directory)
+            finally:
+                for log_fd, index_fds in handles:
+                    for fd in (log_fd, *index_fds):
+                        os.close(fd)
+            with self._lock:
+                if generation == self._truncations:
+                    new_point = min(target, self._leo_offset)
+                    self._recovery_point = max(self._recovery_point, new_point)
+                self._last_flush_time = self._time_ms()
+            return True
+
+    # ---- lifecycle ----------------------------------------------------------------------------
+
+    def file_slice_of(self, segment: LogSegment, position: int, size: int) -> FileSlice:
+        return segment.log.slice(position, size)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for segment in self.segments:
+                segment.close()
+        self.delete_expired_files(all_now=True)
+
+    def close_handlers(self) -> None:
+        with self._lock:
+            self._closed = True
+            for segment in self.segments:
+                segment.close_handlers()
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed
+
+    def delete_all_segments(self) -> None:
+        """Close and delete every segment file now (partition deletion)."""
+        with self._lock:
+            self._closed = True
+            for segment in list(self.segments):
+                self.segments.remove(segment.base_offset)
+                segment.close_handlers()
+                segment.delete_if_exists()
+            pending = [s for _, group in self._pending_deletes for s in group]
+            self._pending_deletes = []
+        for segment in pending:
+            segment.delete_if_exists()
+
+    def rename_dir(self, new_dir: Path) -> None:
+        """Move the partition folder (deletion); segment paths follow."""
+        with self._lock:
+            os.replace(self.directory, new_dir)
+            self.directory = new_dir
+            for segment in self.segments:
+                segment.update_parent_dir(new_dir)

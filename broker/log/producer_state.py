@@ -1,0 +1,460 @@
+"""Producer state of idempotent producers and its snapshot files (``ProducerStateManager.java``).
+
+Per producer id the log keeps the epoch and the metadata of the producer's
+last 5 batches (``ProducerStateEntry.NUM_BATCHES_TO_RETAIN``): enough for the
+partition layer to answer a retried batch with its original offsets and to
+check sequence numbers (reference §4.6; the *checks* live in the partition
+layer, this module stores and answers).
+
+Snapshot file ``NNNNNNNNNNNNNNNNNNNN.snapshot`` (offset = the producer-state
+end offset, exclusive), big-endian, reference §3.7::
+
+    Version       => Int16    1
+    Crc           => UInt32   CRC-32C of every byte after this field
+    ProducerCount => Int32
+    Producers     => [Entry]  46 bytes each:
+      ProducerId            Int64
+      ProducerEpoch         Int16
+      LastSequence          Int32
+      LastOffset            Int64
+      OffsetDelta           Int32   last offset - first offset of the last batch
+      Timestamp             Int64   max timestamp of the last batch (or marker)
+      CoordinatorEpoch      Int32
+      CurrentTxnFirstOffset Int64   -1 when no transaction is open
+
+Only the last batch of each producer is persisted; the 5-batch cache is
+refilled by replaying the log from the snapshot offset. An empty snapshot
+is ``00 01 48 67 4B C7 00 00 00 00``.
+
+Threading: owned by the partition's log thread (the flusher only fsyncs
+snapshot files by path).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from crc32c import crc32c
+
+from broker.log.errors import CorruptSnapshotError
+from broker.log.files import (
+    PRODUCER_SNAPSHOT_FILE_SUFFIX,
+    offset_from_file_name,
+    producer_snapshot_file,
+)
+from broker.records.batch import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+    decrement_sequence,
+)
+
+NUM_BATCHES_TO_RETAIN = 5
+PRODUCER_SNAPSHOT_VERSION = 1
+
+_HEADER = struct.Struct(">hIi")
+_ENTRY = struct.Struct(">qhiqiqiq")
+assert _ENTRY.size == 46
+_CRC_START = 6
+
+
+class BatchMetadata(NamedTuple):
+    """``BatchMetadata``: one cached batch of a producer."""
+
+    last_seq: int
+    last_offset: int
+    offset_delta: int
+    timestamp: int
+
+    @property
+    def first_seq(self) -> int:
+        return decrement_sequence(self.last_seq, self.offset_delta)
+
+    @property
+    def first_offset(self) -> int:
+        return self.last_offset - self.offset_delta
+
+
+@dataclass
+class ProducerStateEntry:
+    """``ProducerStateEntry``: epoch, last batches, transaction facts of one producer."""
+
+    producer_id: int
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    coordinator_epoch: int = -1
+    last_timestamp: int = NO_TIMESTAMP
+    current_txn_first_offset: int | None = None
+    batch_metadata: deque[BatchMetadata] = field(
+        default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN)
+    )
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.batch_metadata
+
+    @property
+    def first_seq(self) -> int:
+        return self.batch_metadata[0].first_seq if self.batch_metadata else NO_SEQUENCE
+
+    @property
+    def last_seq(self) -> int:
+        return self.batch_metadata[-1].last_seq if self.batch_metadata else NO_SEQUENCE
+
+    @property
+    def first_data_offset(self) -> int:
+        return self.batch_metadata[0].first_offset if self.batch_metadata else -1
+
+    @property
+    def last_data_offset(self) -> int:
+        return self.batch_metadata[-1].last_offset if self.batch_metadata else -1
+
+    @property
+    def last_offset_delta(self) -> int:
+        return self.batch_metadata[-1].offset_delta if self.batch_metadata else 0
+
+    def maybe_update_producer_epoch(self, producer_epoch: int) -> bool:
+        """A new epoch forgets the cached batches."""
+        if self.producer_epoch != producer_epoch:
+            self.batch_metadata.clear()
+            self.producer_epoch = producer_epoch
+            return True
+        return False
+
+    def add_batch(
+        self,
+        producer_epoch: int,
+        last_seq: int,
+        last_offset: int,
+        offset_delta: int,
+        timestamp: int,
+    ) -> None:
+        self.maybe_update_producer_epoch(producer_epoch)
+        self.batch_metadata.append(BatchMetadata(last_seq, last_offset, offset_delta, timestamp))
+        self.last_timestamp = timestamp
+
+    def find_duplicate_batch(
+        self, producer_epoch: int, first_seq: int, last_seq: int
+    ) -> BatchMetadata | None:
+        """The cached batch with exactly this sequence range and epoch, if any
+        (``ProducerStateEntry.findDuplicateBatch``)."""
+        if producer_epoch != self.producer_epoch:
+            return None
+        for metadata in self.batch_metadata:
+            if metadata.first_seq == first_seq and metadata.last_seq == last_seq:
+                return metadata
+        return None
+
+    def copy(self) -> ProducerStateEntry:
+        return ProducerStateEntry(
+            self.producer_id,
+            self.producer_epoch,
+            self.coordinator_epoch,
+            self.last_timestamp,
+            self.current_txn_first_offset,
+            deque(self.batch_metadata, maxlen=NUM_BATCHES_TO_RETAIN),
+        )
+
+
+# ---- snapshot encoding -------------------------------------------------------------
+
+
+def encode_snapshot(entries: Iterable[ProducerStateEntry]) -> bytes:
+    """The bytes of a snapshot file (entries in the order given)."""
+    items = list(entries)
+    buf = bytearray(_HEADER.size + _ENTRY.size * len(items))
+    _HEADER.pack_into(buf, 0, PRODUCER_SNAPSHOT_VERSION, 0, len(items))
+    pos = _HEADER.size
+    for e in items:
+        _ENTRY.pack_into(
+            buf,
+            pos,
+            e.producer_id,
+            e.producer_epoch,
+            e.last_seq,
+            e.last_data_offset,
+            e.last_offset_delta,
+            e.last_timestamp,
+            e.coordinator_epoch,
+            -1 if e.current_txn_first_offset is None else e.current_txn_first_offset,
+        )
+        pos += _ENTRY.size
+    struct.pack_into(">I", buf, 2, crc32c(memoryview(buf)[_CRC_START:]))
+    return bytes(buf)
+
+
+def decode_snapshot(data: bytes, source: object = "snapshot") -> list[ProducerStateEntry]:
+    """Entries of a snapshot; CorruptSnapshotError on a bad version, CRC or size."""
+    if len(data) < _HEADER.size:
+        raise CorruptSnapshotError(f"Snapshot failed schema validation: {source} is too short")
+    version, crc, count = _HEADER.unpack_from(data, 0)
+    if version != PRODUCER_SNAPSHOT_VERSION:
+        raise CorruptSnapshotError(f"Snapshot contained an unknown file version {version}")
+    computed = crc32c(memoryview(data)[_CRC_START:])
+    if crc != computed:
+        raise CorruptSnapshotError(
+            f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. "
+            f"Computed crc: {computed}"
+        )
+    if count < 0 or len(data) < _HEADER.size + count * _ENTRY.size:
+        raise CorruptSnapshotError(
+            f"Snapshot failed schema validation: {count} entries do not fit {len(data)} bytes"
+        )
+    entries = []
+    for i in range(count):
+        pid, epoch, seq, offset, delta, ts, coord, txn_first = _ENTRY.unpack_from(
+            data, _HEADER.size + i * _ENTRY.size
+        )
+        entry = ProducerStateEntry(pid, epoch, coord, ts, txn_first if txn_first >= 0 else None)
+        if offset >= 0:
+            entry.batch_metadata.append(BatchMetadata(seq, offset, delta, ts))
+        entries.append(entry)
+    return entries
+
+
+def read_snapshot(path: Path) -> list[ProducerStateEntry]:
+    return decode_snapshot(path.read_bytes(), path)
+
+
+def write_snapshot(path: Path, entries: Iterable[ProducerStateEntry], sync: bool) -> None:
+    data = encode_snapshot(entries)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def list_snapshot_offsets(directory: Path) -> list[int]:
+    """Offsets of the ``NNNN.snapshot`` files in ``directory``, ascending."""
+    offsets = []
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    for name in names:
+        if not name.endswith(PRODUCER_SNAPSHOT_FILE_SUFFIX):
+            continue
+        try:
+            offsets.append(offset_from_file_name(name))
+        except ValueError:
+            continue
+    return sorted(offsets)
+
+
+# ---- the manager ----------------------------------------------------------------------
+
+
+class ProducerStateManager:
+    """Producers of one partition, the producer-state end offset, and snapshots.
+
+    The query/update API the partition layer uses:
+
+    * :meth:`last_entry` -- a producer's entry (epoch, last 5 batches) or None;
+      ``entry.find_duplicate_batch(epoch, first_seq, last_seq)`` finds a retry.
+    * :meth:`update_data_batch` -- record an appended batch (the log calls it
+      for every batch with a producer id once the batch is on disk).
+    * :meth:`take_snapshot` / :meth:`truncate_and_reload` -- persistence.
+    """
+
+    def __init__(self, directory: Path, producer_id_expiration_ms: int = 86_400_000) -> None:
+        self.directory = directory
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self._producers: dict[int, ProducerStateEntry] = {}
+        self._snapshots: list[int] = list_snapshot_offsets(directory)
+        self._last_map_offset = 0
+        self._last_snap_offset = 0
+
+    # ---- queries -------------------------------------------------------------------
+
+    def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
+        return self._producers.get(producer_id)
+
+    @property
+    def active_producers(self) -> dict[int, ProducerStateEntry]:
+        return self._producers
+
+    @property
+    def producer_id_count(self) -> int:
+        return len(self._producers)
+
+    @property
+    def map_end_offset(self) -> int:
+        return self._last_map_offset
+
+    @property
+    def is_empty(self) -> bool:
+        return not self._producers
+
+    def snapshot_offsets(self) -> list[int]:
+        return list(self._snapshots)
+
+    @property
+    def latest_snapshot_offset(self) -> int | None:
+        return self._snapshots[-1] if self._snapshots else None
+
+    @property
+    def oldest_snapshot_offset(self) -> int | None:
+        return self._snapshots[0] if self._snapshots else None
+
+    def snapshot_path(self, offset: int) -> Path:
+        return producer_snapshot_file(self.directory, offset)
+
+    # ---- updates -------------------------------------------------------------------
+
+    def update_map_end_offset(self, offset: int) -> None:
+        self._last_map_offset = offset
+
+    def _entry(self, producer_id: int) -> ProducerStateEntry:
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            entry = ProducerStateEntry(producer_id)
+            self._producers[producer_id] = entry
+        return entry
+
+    def update_data_batch(  # noqa: PLR0917
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        first_seq: int,
+        last_seq: int,
+        first_offset: int,
+        last_offset: int,
+        max_timestamp: int,
+        is_transactional: bool = False,
+    ) -> None:
+        """``ProducerAppendInfo.appendDataBatch`` + ``update``, without the checks."""
+        if producer_id == NO_PRODUCER_ID:
+            raise ValueError("Invalid producer id -1 passed to update")
+        entry = self._entry(producer_id)
+        entry.add_batch(
+            producer_epoch, last_seq, last_offset, last_offset - first_offset, max_timestamp
+        )
+        if is_transactional and entry.current_txn_first_offset is None:
+            entry.current_txn_first_offset = first_offset
+
+    def update_end_txn_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, timestamp: int
+    ) -> None:
+        """A transaction marker read from a log written by Kafka: the producer's
+        transaction ends (``ProducerAppendInfo.appendEndTxnMarker``)."""
+        entry = self._entry(producer_id)
+        entry.maybe_update_producer_epoch(producer_epoch)
+        entry.coordinator_epoch = coordinator_epoch
+        entry.current_txn_first_offset = None
+        entry.last_timestamp = timestamp
+
+    def _is_expired(self, now_ms: int, entry: ProducerStateEntry) -> bool:
+        return (
+            entry.current_txn_first_offset is None
+            and now_ms - entry.last_timestamp >= self.producer_id_expiration_ms
+        )
+
+    def remove_expired_producers(self, now_ms: int) -> int:
+        """Drop producers idle for ``producer.id.expiration.ms``; returns how many."""
+        expired = [pid for pid, e in self._producers.items() if self._is_expired(now_ms, e)]
+        for pid in expired:
+            del self._producers[pid]
+        return len(expired)
+
+    def load_producer_entry(self, entry: ProducerStateEntry) -> None:
+        self._producers[entry.producer_id] = entry
+
+    # ---- snapshots -------------------------------------------------------------------
+
+    def take_snapshot(self, sync: bool = True) -> Path | None:
+        """Write a snapshot at the map end offset if it advanced past the last one."""
+        if self._last_map_offset <= self._last_snap_offset:
+            return None
+        offset = self._last_map_offset
+        path = producer_snapshot_file(self.directory, offset)
+        ordered = [self._producers[pid] for pid in sorted(self._producers)]
+        write_snapshot(path, ordered, sync)
+        if offset not in self._snapshots:
+            self._snapshots.append(offset)
+            self._snapshots.sort()
+        self._last_snap_offset = offset
+        return path
+
+    def _remove_snapshot(self, offset: int) -> None:
+        if offset in self._snapshots:
+            self._snapshots.remove(offset)
+        producer_snapshot_file(self.directory, offset).unlink(missing_ok=True)
+
+    def delete_snapshots_before(self, offset: int) -> None:
+        for snap in [s for s in self._snapshots if s < offset]:
+            self._remove_snapshot(snap)
+
+    def delete_snapshot(self, offset: int) -> None:
+        self._remove_snapshot(offset)
+
+    def remove_stray_snapshots(self, segment_base_offsets: Iterable[int]) -> None:
+        """``removeStraySnapshots``: keep snapshots at segment bases and the
+        largest stray one if it lies beyond the last segment base."""
+        bases = set(segment_base_offsets)
+        max_base = max(bases) if bases else None
+        self._snapshots = list_snapshot_offsets(self.directory)
+        latest_stray: int | None = None
+        for snap in list(self._snapshots):
+            if snap in bases:
+                continue
+            if latest_stray is not None:
+                self._remove_snapshot(latest_stray)
+            latest_stray = snap
+        if latest_stray is not None and max_base is not None and latest_stray < max_base:
+            self._remove_snapshot(latest_stray)
+
+    def _load_from_snapshot(self, log_start_offset: int, now_ms: int) -> None:
+        while self._snapshots:
+            offset = self._snapshots[-1]
+            try:
+                entries = read_snapshot(producer_snapshot_file(self.directory, offset))
+            except (CorruptSnapshotError, OSError):
+                self._remove_snapshot(offset)
+                continue
+            for entry in entries:
+                if not self._is_expired(now_ms, entry):
+                    self.load_producer_entry(entry)
+            self._last_snap_offset = offset
+            self._last_map_offset = offset
+            return
+        self._last_snap_offset = log_start_offset
+        self._last_map_offset = log_start_offset
+
+    def truncate_and_reload(self, log_start_offset: int, log_end_offset: int, now_ms: int) -> None:
+        """``truncateAndReload``: drop snapshots outside (log start, log end],
+        then, if the state is not at ``log_end_offset`` already, reload from
+        the latest remaining snapshot (the caller replays the log after it)."""
+        for snap in list(self._snapshots):
+            if snap > log_end_offset or snap <= log_start_offset:
+                self._remove_snapshot(snap)
+        if log_end_offset != self._last_map_offset:
+            self._producers.clear()
+            self._load_from_snapshot(log_start_offset, now_ms)
+        else:
+            self.on_log_start_offset_incremented(log_start_offset)
+
+    def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
+        self._last_map_offset = max(self._last_map_offset, log_start_offset)
+        latest = self.latest_snapshot_offset
+        self._last_snap_offset = latest if latest is not None else log_start_offset
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        self._producers.clear()
+        for snap in list(self._snapshots):
+            self._remove_snapshot(snap)
+        self._last_snap_offset = 0
+        self._last_map_offset = offset
+
+    def iter_entries(self) -> Iterator[ProducerStateEntry]:
+        return iter(self._producers.values())

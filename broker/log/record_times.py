@@ -1,0 +1,227 @@
+"""Offsets and timestamps of the records inside a batch read from a segment.
+
+``ListOffsets`` needs record-level answers (``FileRecords.searchForTimestamp``:
+the first *record* with timestamp >= target; ``RecordBatch.offsetOfMaxTimestamp``:
+the first record carrying the batch's max timestamp). Only these two reads
+look inside batches; append, recovery and Fetch never do.
+
+Per format, what a record contributes (reference §2.4-2.6)::
+
+    v2 record     Length varint | Attributes int8 | TimestampDelta varlong |
+                  OffsetDelta varint | ...  -> base offset + delta, base timestamp + delta
+                  (LogAppendTime batch: every record has the batch max timestamp)
+    v0/v1 entry   uncompressed: the entry offset and the record timestamp (v0: -1)
+                  compressed wrapper: the inner message set after decompression;
+                  v1 inner offsets are relative (last one = wrapper offset),
+                  LogAppendTime wrappers give every inner record their timestamp
+
+Compressed payloads are decompressed with the codec libraries the project
+depends on (gzip via zlib, snappy xerial or raw, lz4 frame, zstd).
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from broker.errors import CorruptRecordError
+from broker.records import scan
+from broker.records.batch import (
+    LOG_OVERHEAD,
+    MAGIC_V0,
+    MAGIC_V2,
+    NO_TIMESTAMP,
+    RECORD_BATCH_OVERHEAD,
+    TimestampType,
+)
+
+if TYPE_CHECKING:
+    from broker.log.file_records import FileBatch, FileRecords, TimestampAndOffset
+
+_V2_FIELDS = struct.Struct(">q4x4xbI h i q q")
+_LEGACY = struct.Struct(">qiIbb")
+_INT64 = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+
+
+def decompress(codec: int, data: bytes) -> bytes:
+    """Decompress a Kafka payload of codec id 1-4."""
+    try:
+        if codec == 1:
+            out = bytearray()
+            d = zlib.decompressobj(wbits=47)
+            rest = data
+            while rest:
+                out += d.decompress(rest)
+                rest = d.unused_data
+                if rest:
+                    d = zlib.decompressobj(wbits=47)
+            return bytes(out)
+        if codec == 2:
+            import snappy
+
+            if data[:8] == _XERIAL_MAGIC:
+                out = bytearray()
+                pos = 16
+                while pos + 4 <= len(data):
+                    n = _INT32.unpack_from(data, pos)[0]
+                    out += snappy.uncompress(data[pos + 4 : pos + 4 + n])
+                    pos += 4 + n
+                return bytes(out)
+            return bytes(snappy.uncompress(data))
+        if codec == 3:
+            import lz4.frame
+
+            return bytes(lz4.frame.decompress(data))
+        if codec == 4:
+            import zstandard
+
+            return bytes(zstandard.ZstdDecompressor().decompressobj().decompress(data))
+    except Exception as exc:
+        raise CorruptRecordError(f"cannot decompress a payload of codec {codec}: {exc}") from exc
+    raise CorruptRecordError(f"unknown compression codec {codec}")
+
+
+def _iter_v2(  # noqa: PLR0917
+    data: bytes,
+    base_offset: int,
+    base_timestamp: int,
+    count: int,
+    codec: int,
+    log_append_time: bool,
+    max_timestamp: int,
+) -> Iterator[tuple[int, int]]:
+    body = data[RECORD_BATCH_OVERHEAD:]
+    if codec:
+        body = decompress(codec, body)
+    pos, end = 0, len(body)
+    for _ in range(count):
+        length, pos = scan.read_varint(body, pos, end)
+        record_end = pos + length
+        if length < 0 or record_end > end:
+            raise CorruptRecordError("record length past the end of the batch")
+        pos += 1  # attributes
+        ts_delta, pos = scan.read_varlong(body, pos, record_end)
+        offset_delta, pos = scan.read_varint(body, pos, record_end)
+        timestamp = max_timestamp if log_append_time else base_timestamp + ts_delta
+        yield base_offset + offset_delta, timestamp
+        pos = record_end
+
+
+def _iter_legacy_set(
+    data: bytes, wrapper_offset: int | None, wrapper_ts: int | None, magic: int
+) -> Iterator[tuple[int, int]]:
+    """Inner entries of a decompressed legacy wrapper."""
+    inner: list[tuple[int, int]] = []
+    pos = 0
+    while pos + LOG_OVERHEAD + 6 <= len(data):
+        offset, size, _crc, inner_magic, _attrs = _LEGACY.unpack_from(data, pos)
+        ts = NO_TIMESTAMP
+        if inner_magic >= 1 and pos + 26 <= len(data):
+            ts = _INT64.unpack_from(data, pos + 18)[0]
+        if wrapper_ts is not None:
+            ts = wrapper_ts
+        inner.append((offset, ts))
+        pos += LOG_OVERHEAD + size
+    if magic > MAGIC_V0 and inner and wrapper_offset is not None:
+        last_relative = inner[-1][0]
+        inner = [(wrapper_offset - last_relative + rel, ts) for rel, ts in inner]
+    yield from inner
+
+
+def iter_record_offsets_timestamps(data: bytes) -> Iterator[tuple[int, int]]:
+    """(offset, timestamp) of every record of the entry ``data`` (one batch)."""
+    magic = data[16]
+    if magic >= MAGIC_V2:
+        (base_offset, _magic, _crc, attributes, _last_delta, base_ts, max_ts) = (
+            _V2_FIELDS.unpack_from(data, 0)
+        )
+        count = _INT32.unpack_from(data, 57)[0]
+        yield from _iter_v2(
+            data,
+            base_offset,
+            base_ts,
+            count,
+            attributes & 0x07,
+            bool(attributes & 0x08),
+            max_ts,
+        )
+        return
+    offset, _size, _crc, magic, attributes = _LEGACY.unpack_from(data, 0)
+    ts = _INT64.unpack_from(data, 18)[0] if magic >= 1 else NO_TIMESTAMP
+    codec = attributes & 0x07
+    if codec == 0:
+        yield offset, ts
+        return
+    header = 18 if magic == MAGIC_V0 else 26
+    key_len = _INT32.unpack_from(data, header)[0]
+    pos = header + 4 + max(key_len, 0)
+    value_len = _INT32.unpack_from(data, pos)[0]
+    value = data[pos + 4 : pos + 4 + max(value_len, 0)]
+    log_append = magic >= 1 and bool(attributes & 0x08)
+    yield from _iter_legacy_set(decompress(codec, value), offset, ts if log_append else None, magic)
+
+
+def search_for_timestamp(
+    log: FileRecords, target_timestamp: int, starting_position: int, starting_offset: int
+) -> TimestampAndOffset | None:
+    """``FileRecords.searchForTimestamp``."""
+    from broker.log.file_records import TimestampAndOffset
+
+    for batch in log.iter_batches(starting_position):
+        if batch.max_timestamp >= target_timestamp:
+            for offset, timestamp in iter_record_offsets_timestamps(log.read_batch_bytes(batch)):
+                if timestamp >= target_timestamp and offset >= starting_offset:
+                    epoch = batch.summary.partition_leader_epoch
+                    return TimestampAndOffset(timestamp, offset, epoch if epoch >= 0 else None)
+    return None
+
+
+def offset_of_max_timestamp(log: FileRecords, batch: FileBatch) -> int | None:
+    """``RecordBatch.offsetOfMaxTimestamp``: None for v0."""
+    if batch.magic == MAGIC_V0:
+        return None
+    for offset, timestamp in iter_record_offsets_timestamps(log.read_batch_bytes(batch)):
+        if timestamp == batch.max_timestamp:
+            return offset
+    return None
+
+
+__all__ = [
+    "TimestampType",
+    "decompress",
+    "iter_record_offsets_timestamps",
+    "offset_of_max_timestamp",
+    "search_for_timestamp",
+]
+
+
+def parse_end_txn_marker(data: bytes) -> tuple[bool, int, int] | None:
+    """(is_commit, coordinator_epoch, timestamp) of a control batch's first
+    record (``EndTransactionMarker``: key = version int16 + type int16,
+    value = version int16 + coordinator epoch int32), or None when the batch
+    holds no marker."""
+    count = _INT32.unpack_from(data, 57)[0]
+    if count <= 0 or data[21 + 1] & 0x07:
+        return None
+    base_ts = _INT64.unpack_from(data, 27)[0]
+    body, end = data, len(data)
+    pos = RECORD_BATCH_OVERHEAD
+    length, pos = scan.read_varint(body, pos, end)
+    record_end = min(end, pos + length)
+    pos += 1
+    ts_delta, pos = scan.read_varlong(body, pos, record_end)
+    _offset_delta, pos = scan.read_varint(body, pos, record_end)
+    key_len, pos = scan.read_varint(body, pos, record_end)
+    if key_len < 4:
+        return None
+    marker_type = struct.unpack_from(">h", body, pos + 2)[0]
+    pos += key_len
+    value_len, pos = scan.read_varint(body, pos, record_end)
+    if value_len < 6:
+        return None
+    coordinator_epoch = _INT32.unpack_from(body, pos + 2)[0]
+    return marker_type == 1, coordinator_epoch, base_ts + ts_delta

@@ -1,0 +1,759 @@
+"""The log of one partition: what the partition layer appends to and reads from
+(``UnifiedLog.scala`` without replication, tiered storage or transactions).
+
+Append order (reference §4.4, steps 6-10), split in two so the partition
+layer can run the producer-state checks where Kafka runs them:
+
+* :meth:`UnifiedLog.prepare_append` -- header facts of every batch; leader
+  epoch cache assigned for each v2 batch (a v0/v1 batch clears it); the
+  whole append larger than ``segment.bytes`` -> RecordBatchTooLargeError;
+  then ``maybe_roll`` (so a request later refused for its sequence numbers,
+  or answered as a duplicate, may still have rolled a segment, as in Kafka);
+* the caller checks epochs and sequences against :attr:`producer_state`
+  (``last_entry(pid)``, ``entry.find_duplicate_batch(...)``) and either stops
+  (error or duplicate) or goes on with
+* :meth:`UnifiedLog.commit_append` -- bytes to the active segment, LEO
+  advanced, producer state updated for every batch with a producer id,
+  producer-state end offset moved, flush when ``flush.messages`` is reached.
+
+:meth:`append` does both for callers without producer checks.
+
+Threading: see ``local_log.py``. One thread at a time uses a partition's
+log; :meth:`flush` may run concurrently from a flusher thread.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from broker.errors import (
+    CorruptRecordError,
+    OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
+    UnknownServerError,
+)
+from broker.log import files
+from broker.log.checkpoints import PartitionMetadataFile
+from broker.log.file_records import TimestampAndOffset
+from broker.log.leader_epoch import LeaderEpochCache
+from broker.log.local_log import FlushRecorder, LocalLog
+from broker.log.producer_state import ProducerStateManager
+from broker.log.record_times import offset_of_max_timestamp
+from broker.log.recovery import load_log, rebuild_producer_state
+from broker.log.segment import FetchDataInfo, LogOffsetMetadata, LogSegment, TimeMs, wall_clock_ms
+from broker.records.batch import (
+    CONTROL_FLAG_MASK,
+    MAGIC_V2,
+    NO_TIMESTAMP,
+    TRANSACTIONAL_FLAG_MASK,
+    increment_sequence,
+)
+
+if TYPE_CHECKING:
+    from broker.config import TopicConfig
+
+INT_MAX = 2**31 - 1
+
+#: ListOffsets special timestamps (``ListOffsetsRequest``)
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+
+_V2 = struct.Struct(">qiibIhiqqqhii")
+_LEGACY_V1 = struct.Struct(">qiIbbq")
+_LEGACY_V0 = struct.Struct(">qiIbb")
+_OFFSET_SIZE = struct.Struct(">qi")
+
+
+class AppendBatch(NamedTuple):
+    """Header facts of one batch being appended (offsets already assigned)."""
+
+    position: int  # within the appended records
+    size: int
+    magic: int
+    base_offset: int | None  # None for a compressed v0/v1 wrapper
+    last_offset: int
+    max_timestamp: int
+    partition_leader_epoch: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    attributes: int
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_offset is None:
+            return self.base_sequence
+        return increment_sequence(self.base_sequence, self.last_offset - self.base_offset)
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id != -1
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_FLAG_MASK)
+
+    @property
+    def is_control_batch(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG_MASK)
+
+
+def parse_append_batches(view: memoryview) -> list[AppendBatch]:
+    """Header facts of every batch of validated records (no record is read)."""
+    size = view.nbytes
+    new = tuple.__new__
+    if size >= 61 and view[16] == MAGIC_V2:
+        h = _V2.unpack_from(view, 0)
+        if h[1] + 12 == size:  # one v2 batch: the common case of a produce request
+            return [
+                new(
+                    AppendBatch,
+                    (0, size, 2, h[0], h[0] + h[6], h[8], h[2], h[9], h[10], h[11], h[5]),
+                )
+            ]
+    pos = 0
+    out: list[AppendBatch] = []
+    while pos < size:
+        if size - pos < 17:
+            raise CorruptRecordError(f"{size - pos} trailing bytes after the last batch")
+        _offset, length = _OFFSET_SIZE.unpack_from(view, pos)
+        total = length + 12
+        magic = view[pos + 16]
+        if total < 26 or pos + total > size:
+            raise CorruptRecordError(f"batch of {total} bytes at {pos} does not fit the records")
+        if magic == MAGIC_V2:
+            if total < 61:
+                raise CorruptRecordError(f"v2 batch of {total} bytes at {pos}")
+            h = _V2.unpack_from(view, pos)
+            out.append(
+                new(
+                    AppendBatch,
+                    (pos, total, 2, h[0], h[0] + h[6], h[8], h[2], h[9], h[10], h[11], h[5]),
+                )
+            )
+        else:
+            if magic == 1:
+                offset, _len, _crc, _m, attributes, timestamp = _LEGACY_V1.unpack_from(view, pos)
+            elif magic == 0:
+                offset, _len, _crc, _m, attributes = _LEGACY_V0.unpack_from(view, pos)
+                timestamp = NO_TIMESTAMP
+            else:
+                raise CorruptRecordError(f"Invalid magic found in record: {magic}")
+            base = None if attributes & 0x07 else offset
+            out.append(
+                new(
+                    AppendBatch,
+                    (pos, total, magic, base, offset, timestamp, -1, -1, -1, -1, attributes),
+                )
+            )
+        pos += total
+    return out
+
+
+class PendingAppend(NamedTuple):
+    """An append that passed the size check and the roll, waiting for commit."""
+
+    records: memoryview
+    batches: list[AppendBatch]
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    shallow_offset_of_max_timestamp: int
+    segment_base_offset: int
+    position: int  # where the bytes will start in the active segment
+
+
+class LogAppendResult(NamedTuple):
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    shallow_offset_of_max_timestamp: int
+    log_start_offset: int
+
+
+class UnifiedLog:
+    """The log of one partition (see the module docstring)."""
+
+    def __init__(  # noqa: PLR0917
+        self,
+        local: LocalLog,
+        log_start_offset: int,
+        producer_state: ProducerStateManager,
+        leader_epoch_cache: LeaderEpochCache,
+        time_ms: TimeMs,
+        topic_id: bytes | None = None,
+    ) -> None:
+        self._local = local
+        self.log_start_offset = log_start_offset
+        self.producer_state = producer_state
+        self.leader_epoch_cache = leader_epoch_cache
+        self._time_ms = time_ms
+        self._pending_roll_flush = 0
+        self.topic_id = topic_id
+        self._roll_config: TopicConfig | None = None
+        self._max_segment_ms = 0
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        config: TopicConfig,
+        *,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+        had_clean_shutdown: bool = False,
+        time_ms: TimeMs = wall_clock_ms,
+        producer_id_expiration_ms: int = 86_400_000,
+        flush_recorder: FlushRecorder | None = None,
+        topic_id: bytes | None = None,
+        delete_scheduler: Callable[[int, list[LogSegment]], None] | None = None,
+    ) -> UnifiedLog:
+        """Create or load the log in ``directory`` (``<topic>-<partition>``)."""
+        directory.mkdir(parents=True, exist_ok=True)
+        loaded = load_log(
+            directory,
+            config,
+            log_start_offset,
+            recovery_point,
+            had_clean_shutdown,
+            time_ms,
+            producer_id_expiration_ms,
+        )
+        local = LocalLog(
+            directory,
+            config,
+            loaded.segments,
+            loaded.recovery_point,
+            loaded.next_offset,
+            time_ms,
+            flush_recorder,
+            delete_scheduler,
+        )
+        metadata = PartitionMetadataFile(directory)
+        if metadata.exists():
+            stored = metadata.read()
+            if topic_id is not None and stored != topic_id:
+                raise UnknownServerError(
+                    f"Topic id of {directory} is {stored.hex()}, expected {topic_id.hex()}"
+                )
+            topic_id = stored
+        elif topic_id is not None:
+            metadata.write(topic_id)
+        log = cls(
+            local,
+            loaded.log_start_offset,
+            loaded.producer_state,
+            loaded.leader_epoch_cache,
+            time_ms,
+            topic_id,
+        )
+        log.recovered_segments = loaded.recovered_segments
+        log.truncated_bytes = loaded.truncated_bytes
+        return log
+
+    recovered_segments = 0
+    truncated_bytes = 0
+
+    # ---- properties -------------------------------------------------------------------------
+
+    @property
+    def local_log(self) -> LocalLog:
+        return self._local
+
+    @property
+    def dir(self) -> Path:
+        return self._local.directory
+
+    @property
+    def topic_partition(self) -> files.TopicPartition:
+        return self._local.topic_partition
+
+    @property
+    def config(self) -> TopicConfig:
+        return self._local.config
+
+    @config.setter
+    def config(self, config: TopicConfig) -> None:
+        """A new topic config takes effect from the next append (AlterConfigs)."""
+        self._local.config = config
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._local.log_end_offset
+
+    @property
+    def log_end_offset_metadata(self) -> LogOffsetMetadata:
+        return self._local.log_end_offset_metadata
+
+    @property
+    def high_watermark(self) -> int:
+        """One replica: every appended offset is committed."""
+        return self._local.log_end_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self._local.recovery_point
+
+    @property
+    def last_flush_time(self) -> int:
+        return self._local.last_flush_time
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._local.segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._local.segments.active_segment
+
+    @property
+    def number_of_segments(self) -> int:
+        return len(self._local.segments)
+
+    @property
+    def size(self) -> int:
+        """Bytes of all segments (Kafka's ``Size`` gauge)."""
+        return self._local.segments.size_in_bytes()
+
+    @property
+    def pending_roll_flush_offset(self) -> int:
+        """Offset below which a roll asked for a flush not yet done (0: none)."""
+        return self._pending_roll_flush if self._pending_roll_flush > self.recovery_point else 0
+
+    # ---- append -------------------------------------------------------------------------------
+
+    def prepare_append(self, records: memoryview | bytes | bytearray) -> PendingAppend:
+        """Steps 6-8 of ``UnifiedLog.append`` for validated ``records``."""
+        local = self._local
+        local.check_open()
+        view = records if isinstance(records, memoryview) else memoryview(records)
+        batches = parse_append_batches(view)
+        if not batches:
+            raise CorruptRecordError("no batch to append")
+        first_offset = local.log_end_offset
+        first = batches[0]
+        if (
+            first.base_offset if first.base_offset is not None else first.last_offset
+        ) < first_offset:
+            raise UnknownServerError(
+                f"Unexpected offset in append to {self.topic_partition}: first offset "
+                f"{first.base_offset} is less than the next offset {first_offset}"
+            )
+        cache = self.leader_epoch_cache
+        max_ts = NO_TIMESTAMP
+        shallow = -1
+        for batch in batches:
+            if batch.magic >= MAGIC_V2:
+                # UnifiedLog.maybeAssignEpochStartOffset; Kafka's assign throws for a
+                # negative epoch, we skip it (no leader epoch known)
+                if batch.partition_leader_epoch >= 0:
+                    cache.assign(batch.partition_leader_epoch, batch.base_offset or 0)
+            elif cache.non_empty:
+                # a message-format regression clears the cache (UnifiedLog.append)
+                cache.clear_and_flush()
+            if batch.max_timestamp > max_ts:
+                max_ts = batch.max_timestamp
+                shallow = batch.last_offset
+        last_offset = batches[-1].last_offset
+        if shallow < 0:
+            shallow = last_offset
+        size = view.nbytes
+        config = local.config
+        if size > config.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"Message batch size is {size} bytes in append to partition "
+                f"{self.topic_partition}, which exceeds the maximum configured segment size of "
+                f"{config.segment_bytes}."
+            )
+        if self._roll_config is not config:  # TopicConfig.max_segment_ms is computed
+            self._roll_config = config
+            self._max_segment_ms = config.max_segment_ms
+        segment = local.segments.active()
+        if segment.should_roll(
+            self._max_segment_ms, config.segment_bytes, max_ts, last_offset, size, self._time_ms()
+        ):
+            # UnifiedLog.maybeRoll: the first offset when the batch header has it (v2),
+            # else last offset - Int.MAX (a lower bound for v0/v1 wrappers); the roll
+            # itself never goes below the LEO
+            roll_offset = first.base_offset if first.magic >= MAGIC_V2 else last_offset - INT_MAX
+            segment = self.roll(roll_offset)
+        return PendingAppend(
+            view,
+            batches,
+            first_offset,
+            last_offset,
+            max_ts,
+            shallow,
+            segment.base_offset,
+            segment.size,
+        )
+
+    def commit_append(self, pending: PendingAppend) -> LogAppendResult:
+        """Step 10: write the bytes, advance the LEO, update producer state."""
+        local = self._local
+        local.check_open()
+        if pending.first_offset != local.log_end_offset:
+            raise UnknownServerError(
+                f"append prepared at offset {pending.first_offset} but the log end offset is "
+                f"{local.log_end_offset}"
+            )
+        # LocalLog.append, inlined: this is the hot path
+        local.segments.active().append(
+            pending.last_offset,
+            pending.max_timestamp,
+            pending.shallow_offset_of_max_timestamp,
+            pending.records,
+        )
+        local._leo_offset = pending.last_offset + 1
+        state = self.producer_state
+        for batch in pending.batches:
+            if batch.producer_id != -1 and batch.base_offset is not None:
+                if batch.attributes & CONTROL_FLAG_MASK:
+                    continue  # transactional produce is refused before the log
+                state.update_data_batch(
+                    batch.producer_id,
+                    batch.producer_epoch,
+                    batch.base_sequence,
+                    batch.last_sequence,
+                    batch.base_offset,
+                    batch.last_offset,
+                    batch.max_timestamp,
+                    bool(batch.attributes & TRANSACTIONAL_FLAG_MASK),
+                )
+        state.update_map_end_offset(pending.last_offset + 1)
+        if local.unflushed_messages >= local.config.flush_messages:
+            self.flush()
+        return LogAppendResult(
+            pending.first_offset,
+            pending.last_offset,
+            pending.max_timestamp,
+            pending.shallow_offset_of_max_timestamp,
+            self.log_start_offset,
+        )
+
+    def append(self, records: memoryview | bytes | bytearray) -> LogAppendResult:
+        """prepare + commit, for callers without producer-state checks.
+
+        The common case -- one v2 batch starting at the LEO, no producer id,
+        no roll -- takes a straight path with the same effects (this is the
+        produce hot path; everything else goes through the two steps).
+        """
+        view = records if isinstance(records, memoryview) else memoryview(records)
+        size = view.nbytes
+        local = self._local
+        if size >= 61 and view[16] == MAGIC_V2 and not local._closed:
+            h = _V2.unpack_from(view, 0)
+            base = h[0]
+            config = local.config
+            if (
+                h[1] + 12 == size
+                and h[9] == -1
+                and base == local._leo_offset
+                and size <= config.segment_bytes
+                and config is self._roll_config
+            ):
+                epoch = h[2]
+                if epoch >= 0:
+                    self.leader_epoch_cache.assign(epoch, base)
+                last = base + h[6]
+                max_ts = h[8]
+                segment = local.segments.active()
+                if not segment.should_roll(
+                    self._max_segment_ms, config.segment_bytes, max_ts, last, size, self._time_ms()
+                ):
+                    segment.append(last, max_ts, last, view)
+                    local._leo_offset = last + 1
+                    self.producer_state._last_map_offset = last + 1
+                    if last + 1 - local._recovery_point >= config.flush_messages:
+                        self.flush()
+                    return LogAppendResult(base, last, max_ts, last, self.log_start_offset)
+        return self.commit_append(self.prepare_append(records))
+
+    # ---- roll and flush -------------------------------------------------------------------------
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """New active segment; a producer snapshot at its base offset (not
+        fsynced: the next flush does that, with the segments below it)."""
+        segment = self._local.roll(expected_next_offset)
+        self.producer_state.update_map_end_offset(segment.base_offset)
+        snapshot = self.producer_state.take_snapshot(sync=False)
+        if snapshot is not None:
+            self._local.add_unsynced_snapshot(snapshot)
+        self._pending_roll_flush = max(self._pending_roll_flush, segment.base_offset)
+        return segment
+
+    def flush(self, offset: int | None = None, *, include_empty_active: bool = False) -> bool:
+        """Make every offset < ``offset`` (default: the LEO) durable and move the
+        recovery point. Thread-safe against the owner thread (``local_log.py``):
+        the server runs it in a worker thread for acks=all; concurrent calls
+        share fsyncs. Returns True when it fsynced."""
+        target = self._local.log_end_offset if offset is None else offset
+        return self._local.flush(target, include_empty_active=include_empty_active)
+
+    def maybe_flush_after_roll(self) -> bool:
+        """The flush Kafka schedules after a roll (everything below the new segment)."""
+        pending = self.pending_roll_flush_offset
+        if pending:
+            return self.flush(pending)
+        return False
+
+    # ---- reads ----------------------------------------------------------------------------------
+
+    def read(
+        self,
+        start_offset: int,
+        max_length: int,
+        min_one_message: bool = False,
+        max_offset: int | None = None,
+    ) -> FetchDataInfo:
+        """Batches from ``start_offset`` as a file slice (``UnifiedLog.read``).
+
+        ``max_offset`` (exclusive; e.g. the high watermark) bounds what is
+        exposed; default the LEO. OffsetOutOfRangeError below the log start
+        offset or past the LEO.
+        """
+        if start_offset < self.log_start_offset:
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {start_offset} for partition "
+                f"{self.topic_partition}, but we only have log segments starting from offset: "
+                f"{self.log_start_offset}."
+            )
+        local = self._local
+        if max_offset is None or max_offset >= local.log_end_offset:
+            max_metadata = local.log_end_offset_metadata
+        else:
+            max_metadata = local.offset_metadata(max_offset)
+        return local.read(start_offset, max_length, min_one_message, max_metadata)
+
+    def fetch_offset_by_timestamp(self, target_timestamp: int) -> TimestampAndOffset | None:
+        """``UnifiedLog.fetchOffsetByTimestamp`` (ListOffsets)."""
+        cache = self.leader_epoch_cache
+        if target_timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            earliest = cache.earliest_entry()
+            epoch = (
+                earliest.epoch
+                if earliest and earliest.start_offset <= self.log_start_offset
+                else None
+            )
+            return TimestampAndOffset(NO_TIMESTAMP, self.log_start_offset, epoch)
+        if target_timestamp == LATEST_TIMESTAMP:
+            return TimestampAndOffset(NO_TIMESTAMP, self.log_end_offset, cache.latest_epoch)
+        if target_timestamp == LATEST_TIERED_TIMESTAMP:
+            return TimestampAndOffset(NO_TIMESTAMP, -1, -1)
+        segments = self.segments
+        if target_timestamp == MAX_TIMESTAMP:
+            best = max(segments, key=lambda s: s.max_timestamp_so_far)
+            max_so_far = best.read_max_timestamp_and_offset_so_far()
+            position = best.offset_index.lookup(max_so_far.offset).position
+            for batch in best.log.iter_batches(position):
+                if batch.max_timestamp == max_so_far.timestamp:
+                    offset = offset_of_max_timestamp(best.log, batch)
+                    if offset is None:
+                        return None
+                    epoch = batch.summary.partition_leader_epoch
+                    return TimestampAndOffset(
+                        batch.max_timestamp, offset, epoch if epoch >= 0 else None
+                    )
+            return None
+        for segment in segments:
+            if segment.largest_timestamp() >= target_timestamp:
+                return segment.find_offset_by_timestamp(target_timestamp, self.log_start_offset)
+        return None
+
+    # ---- truncation, retention, log start ----------------------------------------------------
+
+    def truncate_to(self, target_offset: int) -> bool:
+        """Keep offsets < ``target_offset``; True if anything was removed."""
+        if target_offset < 0:
+            raise ValueError(f"Cannot truncate partition {self.topic_partition} to {target_offset}")
+        if target_offset >= self.log_end_offset:
+            self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+            return False
+        first = self._local.segments.first_segment
+        if first is not None and first.base_offset > target_offset:
+            self.truncate_fully_and_start_at(target_offset)
+            return True
+        removed = self._local.truncate_to(target_offset)
+        for segment in removed:
+            self.producer_state.delete_snapshot(segment.base_offset)
+        self.leader_epoch_cache.truncate_from_end(target_offset)
+        self.log_start_offset = min(target_offset, self.log_start_offset)
+        self._rebuild_producer_state(target_offset)
+        return True
+
+    def truncate_fully_and_start_at(
+        self, new_offset: int, log_start_offset: int | None = None
+    ) -> None:
+        self._local.truncate_fully_and_start_at(new_offset)
+        self.leader_epoch_cache.clear_and_flush()
+        self.producer_state.truncate_fully_and_start_at(new_offset)
+        self.log_start_offset = new_offset if log_start_offset is None else log_start_offset
+        self._rebuild_producer_state(new_offset)
+
+    def _rebuild_producer_state(self, last_offset: int) -> None:
+        rebuild_producer_state(
+            self.producer_state,
+            self._local.segments,
+            self.log_start_offset,
+            last_offset,
+            False,
+            self._time_ms(),
+        )
+
+    def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:
+        """Move the log start offset forward (DeleteRecords, retention)."""
+        if new_log_start_offset > self.high_watermark:
+            raise OffsetOutOfRangeError(
+                f"Cannot increment the log start offset to {new_log_start_offset} of partition "
+                f"{self.topic_partition} since it is larger than the high watermark "
+                f"{self.high_watermark}"
+            )
+        if new_log_start_offset <= self.log_start_offset:
+            return False
+        self.log_start_offset = new_log_start_offset
+        self.leader_epoch_cache.truncate_from_start(new_log_start_offset)
+        self.producer_state.on_log_start_offset_incremented(new_log_start_offset)
+        return True
+
+    def deletable_segments(
+        self, predicate: Callable[[LogSegment, LogSegment | None], bool]
+    ) -> list[LogSegment]:
+        """Oldest segments while ``predicate`` holds; never an empty last
+        segment, never past the high watermark (``deletableSegments``)."""
+        segments = self.segments
+        out = []
+        for i, segment in enumerate(segments):
+            following = segments[i + 1] if i + 1 < len(segments) else None
+            upper = following.base_offset if following is not None else self.log_end_offset
+            is_last_and_empty = following is None and segment.size == 0
+            if (
+                self.high_watermark >= upper
+                and predicate(segment, following)
+                and not is_last_and_empty
+            ):
+                out.append(segment)
+            else:
+                break
+        return out
+
+    def _delete_segments(self, deletable: list[LogSegment]) -> int:
+        if not deletable:
+            return 0
+        local = self._local
+        to_delete = deletable
+        if len(local.segments) == len(deletable):
+            # always keep one segment: roll first; an empty active one is recreated
+            new_segment = self.roll()
+            if deletable[-1].base_offset == new_segment.base_offset:
+                to_delete = deletable[:-1]
+        if to_delete:
+            higher = local.segments.higher_segment(to_delete[-1].base_offset)
+            assert higher is not None
+            self.maybe_increment_log_start_offset(higher.base_offset)
+            local.remove_and_delete_segments(to_delete)
+        for segment in deletable:
+            self.producer_state.delete_snapshot(segment.base_offset)
+        return len(deletable)
+
+    def delete_old_segments(self) -> int:
+        """Retention (``deleteOldSegments``): segments before the log start offset,
+        then ``retention.bytes``, then ``retention.ms`` (``cleanup.policy=delete``).
+        Never the active segment: a segment must be followed by another or by
+        the LEO to go."""
+        deleted = self._delete_log_start_offset_breached()
+        if "delete" in (p.lower() for p in self.config.cleanup_policy):
+            deleted += self._delete_retention_size_breached()
+            deleted += self._delete_retention_ms_breached()
+        return deleted
+
+    def _delete_log_start_offset_breached(self) -> int:
+        start = self.log_start_offset
+        return self._delete_segments(
+            self.deletable_segments(lambda s, nxt: nxt is not None and nxt.base_offset <= start)
+        )
+
+    def _delete_retention_size_breached(self) -> int:
+        retention = self.config.retention_bytes
+        size = self.size
+        if retention < 0 or size < retention:
+            return 0
+        diff = size - retention
+
+        def should_delete(segment: LogSegment, _next: LogSegment | None) -> bool:
+            nonlocal diff
+            if diff - segment.size >= 0:
+                diff -= segment.size
+                return True
+            return False
+
+        return self._delete_segments(self.deletable_segments(should_delete))
+
+    def _delete_retention_ms_breached(self) -> int:
+        retention = self.config.retention_ms
+        if retention < 0:
+            return 0
+        now = self._time_ms()
+        return self._delete_segments(
+            self.deletable_segments(lambda s, _n: now - s.largest_timestamp() > retention)
+        )
+
+    def delete_expired_files(self, now_ms: int | None = None) -> int:
+        """Remove ``.deleted`` files whose ``file.delete.delay.ms`` has passed."""
+        return self._local.delete_expired_files(now_ms)
+
+    def remove_expired_producers(self, now_ms: int | None = None) -> int:
+        return self.producer_state.remove_expired_producers(
+            self._time_ms() if now_ms is None else now_ms
+        )
+
+    def take_producer_snapshot(self) -> None:
+        self.producer_state.take_snapshot()
+
+    # ---- lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Snapshot of the producer state at the LEO, segments trimmed and closed."""
+        if self._local.is_closed:
+            return
+        self.producer_state.update_map_end_offset(self.log_end_offset)
+        self.producer_state.take_snapshot()
+        self._local.close()
+
+    def close_handlers(self) -> None:
+        self._local.close_handlers()
+
+    def assign_topic_id(self, topic_id: bytes) -> None:
+        metadata = PartitionMetadataFile(self.dir)
+        if self.topic_id is None:
+            self.topic_id = topic_id
+            metadata.write(topic_id)
+        elif self.topic_id != topic_id:
+            raise UnknownServerError(
+                f"Tried to assign topic ID {topic_id.hex()} to log for topic partition "
+                f"{self.topic_partition}, but log already contained topic ID {self.topic_id.hex()}"
+            )
+
+    def rename_dir(self, new_dir: Path) -> None:
+        self._local.rename_dir(new_dir)
+        self.producer_state.directory = new_dir
+        self.leader_epoch_cache.update_parent_dir(new_dir)
+
+    def delete(self) -> None:
+        """Delete all files of the partition and its folder, now."""
+        self._local.delete_all_segments()
+        for path in list(self.dir.iterdir()):
+            if path.is_file():
+                path.unlink(missing_ok=True)
+        self.dir.rmdir()
+
+    def __repr__(self) -> str:
+        return (
+            f"UnifiedLog({self.topic_partition}, logStartOffset={self.log_start_offset}, "
+            f"logEndOffset={self.log_end_offset}, segments={self.number_of_segments})"
+        )

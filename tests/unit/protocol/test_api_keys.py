@@ -1,0 +1,44 @@
+"""The API table: what ApiVersions will advertise (Kafka 3.9's ranges)."""
+
+from __future__ import annotations
+
+from broker.protocol import API_KEYS
+
+# key: (name, min, max, first flexible version), from Kafka 3.9's message JSON
+EXPECTED = {
+    0: ("Produce", 0, 11, 9),
+    1: ("Fetch", 0, 17, 12),
+    2: ("ListOffsets", 0, 9, 6),
+    3: ("Metadata", 0, 12, 9),
+    10: ("FindCoordinator", 0, 6, 3),
+    18: ("ApiVersions", 0, 4, 3),
+    19: ("CreateTopics", 0, 7, 5),
+    20: ("DeleteTopics", 0, 6, 4),
+    21: ("DeleteRecords", 0, 2, 2),
+    22: ("InitProducerId", 0, 5, 2),
+    23: ("OffsetForLeaderEpoch", 0, 4, 4),
+    32: ("DescribeConfigs", 0, 4, 4),
+    33: ("AlterConfigs", 0, 2, 2),
+    35: ("DescribeLogDirs", 0, 4, 2),
+    37: ("CreatePartitions", 0, 3, 2),
+    44: ("IncrementalAlterConfigs", 0, 1, 1),
+    60: ("DescribeCluster", 0, 1, 0),
+}
+
+
+def test_table_matches_kafka_3_9():
+    got = {
+        key: (api.name, api.min_version, api.max_version, api.first_flexible_version)
+        for key, api in API_KEYS.items()
+    }
+    assert got == EXPECTED
+    assert list(API_KEYS) == sorted(API_KEYS)
+
+
+def test_support_and_flexibility():
+    produce = API_KEYS[0]
+    assert produce.supports(0) and produce.supports(11)
+    assert not produce.supports(12) and not produce.supports(-1)
+    assert not produce.is_flexible(8) and produce.is_flexible(9) and produce.is_flexible(12)
+    assert produce.request.name == "ProduceRequest"
+    assert produce.response.name == "ProduceResponse"
