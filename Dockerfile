@@ -21,13 +21,15 @@ WORKDIR /src
 COPY pyproject.toml setup.py README.md ./
 COPY broker/ broker/
 # pip and setuptools leave the runtime venv (nothing imports them at run time);
-# the last command fails the build if the compiled twin did not make it into the
-# venv (-I: import the installed package, not ./broker)
+# the last command fails the build unless every compiled twin (each
+# broker/**/_*_c.pyx) imports from the venv (-I: the installed package, not ./broker)
 RUN python3 -m venv /opt/broker \
     && /opt/broker/bin/pip wheel --no-deps --wheel-dir /dist . \
     && /opt/broker/bin/pip install /dist/broker-*.whl \
     && /opt/broker/bin/pip uninstall --yes --quiet setuptools pip \
-    && /opt/broker/bin/python -I -c "from broker.records import scan; assert scan.IMPLEMENTATION == 'compiled', scan.FALLBACK_REASON"
+    && /opt/broker/bin/python -I -c "import importlib, pathlib; \
+twins = ['.'.join(p.relative_to('/src').with_suffix('').parts) for p in pathlib.Path('/src/broker').rglob('_*_c.pyx')]; \
+assert twins; [importlib.import_module(t) for t in twins]; print('compiled twins:', *twins)"
 
 # ---- runtime ----
 FROM ${RUNTIME_IMAGE}

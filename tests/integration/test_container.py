@@ -115,16 +115,32 @@ def test_image_configuration(image: str) -> None:
 
 
 def test_runs_as_non_root_with_the_compiled_twin(image: str, container_name: str) -> None:
+    twins = [
+        ".".join(p.relative_to(REPO).with_suffix("").parts)
+        for p in sorted((REPO / "broker").rglob("_*_c.pyx"))
+    ]
+    assert twins
     script = (
-        "import os, pathlib; from broker.records import scan; "
-        "p = pathlib.Path('/var/lib/broker/data/probe'); p.write_text('x'); "
-        "print(os.getuid(), os.getgid(), scan.IMPLEMENTATION)"
+        "import importlib, os, pathlib, sys\n"
+        "p = pathlib.Path('/var/lib/broker/data/probe'); p.write_text('x')\n"
+        "print(os.getuid(), os.getgid())\n"
+        "for name in sys.argv[1:]:\n"
+        "    print(name, importlib.import_module(name).__file__.endswith('.so'))\n"
     )
     proc = podman(
         "run", "--rm", "--name", container_name, "--network", "none",
-        "--entrypoint", "python", image, "-I", "-c", script,
+        "--entrypoint", "python", image, "-I", "-c", script, *twins,
     )  # fmt: skip
-    assert proc.stdout.split() == ["10001", "10001", "compiled"]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "10001 10001"
+    assert lines[1:] == [f"{t} True" for t in twins]
+    # and the modules that choose between the twins pick the compiled ones
+    proc = podman(
+        "run", "--rm", "--name", container_name, "--network", "none",
+        "--entrypoint", "python", image, "-I", "-c",
+        "from broker.records import scan; print(scan.IMPLEMENTATION)",
+    )  # fmt: skip
+    assert proc.stdout.strip() == "compiled"
 
 
 def test_entrypoint_hands_other_commands_to_the_broker(image: str, container_name: str) -> None:
