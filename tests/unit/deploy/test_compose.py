@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -16,9 +19,19 @@ from tests.unit.deploy.support import (
     exposed_ports,
     healthcheck,
     one,
+    require_tool,
     runtime_stage,
     volumes,
 )
+
+
+def global_args() -> list[tuple[str, str]]:
+    return [
+        (name, default)
+        for name, _, default in (
+            i.args.partition("=") for i in dockerfile() if i.keyword == "ARG" and i.stage == -1
+        )
+    ]
 
 
 def compose() -> dict[str, Any]:
@@ -108,3 +121,26 @@ def test_prometheus_reads_the_checked_config() -> None:
     assert f"--config.file={config_dir}/prometheus.yml" in prom["command"]
     assert all(p.startswith("127.0.0.1:") for p in prom["ports"])
     assert all(p.startswith("127.0.0.1:") for p in compose()["services"]["grafana"]["ports"])
+
+
+def test_podman_compose_renders_the_file() -> None:
+    """podman-compose's own reading: variables interpolated, paths resolved."""
+    proc = subprocess.run(
+        [require_tool("podman-compose"), "-f", str(DEPLOY / "compose.yaml"), "config"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("BROKER_IMAGE", "PROMETHEUS_IMAGE", "GRAFANA_IMAGE")
+        },
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rendered = yaml.safe_load(proc.stdout)
+    broker = rendered["services"]["broker"]
+    assert broker["image"] == "localhost/broker:0.1.0"
+    assert Path(broker["build"]["context"]).resolve() == REPO
+    assert f"RUNTIME_IMAGE={dict(global_args())['RUNTIME_IMAGE']}" in broker["build"]["args"]
+    assert rendered["services"]["prometheus"]["image"].startswith("docker.io/prom/prometheus:")
