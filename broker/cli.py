@@ -15,7 +15,9 @@ from collections.abc import Sequence
 
 from broker import __version__
 
-COMMANDS: tuple[tuple[str, str, str], ...] = ()
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("serve", "broker.app", "Run the broker (Kafka protocol listener and metrics endpoint)."),
+)
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

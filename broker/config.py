@@ -634,7 +634,7 @@ BROKER_KEYS: dict[str, ConfigKey] = {
             ConfigType.LONG,
             -1,
             "Bytes of requests in flight across all connections before reads pause"
-            " (-1 = use broker.inflight.max.bytes).",
+            " (-1 = 512 MiB; Kafka's -1 means unbounded).",
             in_range(-1),
         ),
         ConfigKey(
@@ -671,6 +671,28 @@ BROKER_KEYS: dict[str, ConfigKey] = {
             86_400_000,
             "Producer state of an idle producer id is dropped after this long.",
             in_range(1),
+        ),
+        ConfigKey(
+            "connection.max.inflight.bytes",
+            ConfigType.LONG,
+            67_108_864,
+            "Bytes of requests received on one connection and not yet answered before"
+            " reading from it pauses (this broker's; Kafka mutes a channel per request).",
+            in_range(1),
+        ),
+        ConfigKey(
+            "acks.all.fsync",
+            ConfigType.BOOLEAN,
+            True,
+            "acks=all is answered after an fsync covering the batch (group commit); false"
+            " answers after the append, like acks=1 (this broker's: it has no replicas).",
+        ),
+        ConfigKey(
+            "shutdown.timeout.ms",
+            ConfigType.LONG,
+            30_000,
+            "On SIGTERM/SIGINT, how long in-flight requests may take before connections close.",
+            in_range(0),
         ),
         ConfigKey(
             "metrics.listener",

@@ -241,6 +241,11 @@ def compute_attributes(
     is_control: bool,
     has_delete_horizon: bool = False,
 ) -> int:
+    """``DefaultRecordBatch.computeAttributes``: v2 needs a timestamp type."""
+    if timestamp_type is TimestampType.NO_TIMESTAMP_TYPE:
+        raise ValueError(
+            "Timestamp type must be provided to compute attributes for message format v2 and above"
+        )
     attrs = compression_type & COMPRESSION_CODEC_MASK
     if timestamp_type is TimestampType.LOG_APPEND_TIME:
         attrs |= TIMESTAMP_TYPE_MASK

@@ -38,6 +38,7 @@ from broker.records.batch import (
     TimestampType,
 )
 from broker.records.buffers import ReadableBuffer, WritableBuffer
+from broker.records.record import Record
 
 #: offsets inside the *entry* (log overhead included)
 ENTRY_OFFSET_OFFSET = 0
@@ -134,7 +135,11 @@ def set_max_timestamp(
     """
     header = read_entry_header(buf, pos)
     if header.magic == MAGIC_V0:
-        raise ValueError("cannot set timestamp of a magic v0 record")
+        raise ValueError("Cannot set timestamp for a record with magic = 0")
+    if timestamp_type is TimestampType.NO_TIMESTAMP_TYPE:
+        raise ValueError(
+            "Timestamp type must be provided to compute attributes for message format v1"
+        )
     if header.timestamp_type is timestamp_type and header.timestamp == timestamp:
         return False
     attrs = header.compression_type
@@ -144,3 +149,152 @@ def set_max_timestamp(
     _INT64.pack_into(buf, pos + RECORD_TIMESTAMP_OFFSET, timestamp)
     _UINT32.pack_into(buf, pos + RECORD_CRC_OFFSET, compute_crc(buf, pos, header.size_in_bytes))
     return True
+
+
+# ---------------------------------------------------------------------------
+# records of a legacy entry (slow path: dump-log, tests, iterators)
+# ---------------------------------------------------------------------------
+
+_INT32 = struct.Struct(">i")
+
+
+def _codec_name(codec: int) -> str:
+    """``CompressionType.toString`` (lower-case names)."""
+    return ("none", "gzip", "snappy", "lz4", "zstd")[codec] if 0 <= codec <= 4 else str(codec)
+
+
+def key_value_spans(buf: ReadableBuffer, pos: int, size_in_bytes: int) -> tuple[int, int, int, int]:
+    """(key position, key length, value position, value length) of the entry's
+    record; lengths < 0 mean null. Raises CorruptRecordError when a length
+    runs past the record."""
+    from broker.errors import CorruptRecordError
+
+    magic = _INT8.unpack_from(buf, pos + RECORD_MAGIC_OFFSET)[0]
+    end = pos + size_in_bytes
+    p = pos + LOG_OVERHEAD + record_header_size(magic)
+    if p + 4 > end:
+        raise CorruptRecordError("Record is corrupt (key size past the end of the record)")
+    key_len: int = _INT32.unpack_from(buf, p)[0]
+    p += 4
+    key_pos = p
+    if key_len > 0:
+        p += key_len
+    if p + 4 > end:
+        raise CorruptRecordError("Record is corrupt (value size past the end of the record)")
+    value_len: int = _INT32.unpack_from(buf, p)[0]
+    p += 4
+    value_pos = p
+    if value_len > 0:
+        p += value_len
+    if p > end:
+        raise CorruptRecordError("Record is corrupt (value past the end of the record)")
+    return key_pos, key_len, value_pos, value_len
+
+
+def read_record(
+    buf: ReadableBuffer,
+    pos: int,
+    size_in_bytes: int,
+    *,
+    offset: int | None = None,
+    wrapper_timestamp: int | None = None,
+    wrapper_timestamp_type: TimestampType | None = None,
+) -> Record:
+    """The record of the entry at ``pos`` (``LegacyRecord`` seen through
+    ``AbstractLegacyRecordBatch``). ``wrapper_*``: an inner record of a v1
+    wrapper takes the wrapper's timestamp type, and its timestamp when that is
+    LogAppendTime. ``offset`` overrides the stored entry offset (absolute
+    offsets of v1 inner records)."""
+    header = read_entry_header(buf, pos)
+    key_pos, key_len, value_pos, value_len = key_value_spans(buf, pos, size_in_bytes)
+    if header.magic == MAGIC_V0:
+        ts_type = TimestampType.NO_TIMESTAMP_TYPE
+        timestamp = NO_TIMESTAMP
+    else:
+        ts_type = (
+            wrapper_timestamp_type if wrapper_timestamp_type is not None else header.timestamp_type
+        )
+        if (
+            wrapper_timestamp_type is TimestampType.LOG_APPEND_TIME
+            and wrapper_timestamp is not None
+        ):
+            timestamp = wrapper_timestamp
+        else:
+            timestamp = header.timestamp
+    return Record(
+        offset=header.offset if offset is None else offset,
+        timestamp=timestamp,
+        key=None if key_len < 0 else bytes(buf[key_pos : key_pos + key_len]),
+        value=None if value_len < 0 else bytes(buf[value_pos : value_pos + value_len]),
+        headers=(),
+        timestamp_type=ts_type,
+        magic=header.magic,
+        size_in_bytes=size_in_bytes,
+        attributes=header.attributes,
+        checksum=header.crc,
+    )
+
+
+def record_to_string(record: Record) -> str:
+    """``AbstractLegacyRecordBatch.toString`` around ``LegacyRecord.toString``,
+    as Kafka prints a legacy record in validation messages."""
+    key = 0 if record.key is None else len(record.key)
+    value = 0 if record.value is None else len(record.value)
+    codec = _codec_name(record.attributes & COMPRESSION_CODEC_MASK)
+    if record.magic > 0:
+        inner = (
+            f"Record(magic={record.magic}, attributes={record.attributes}, compression={codec}, "
+            f"crc={record.checksum}, {_TS_TYPE_NAMES[record.timestamp_type]}={record.timestamp}, "
+            f"key={key} bytes, value={value} bytes)"
+        )
+    else:
+        inner = (
+            f"Record(magic={record.magic}, attributes={record.attributes}, compression={codec}, "
+            f"crc={record.checksum}, key={key} bytes, value={value} bytes)"
+        )
+    return f"LegacyRecordBatch(offset={record.offset}, {inner})"
+
+
+_TS_TYPE_NAMES = {
+    TimestampType.NO_TIMESTAMP_TYPE: "NoTimestampType",
+    TimestampType.CREATE_TIME: "CreateTime",
+    TimestampType.LOG_APPEND_TIME: "LogAppendTime",
+}
+
+
+def compute_attributes(magic: int, compression_type: int, timestamp_type: TimestampType) -> int:
+    """``LegacyRecord.computeAttributes``: codec bits; LAT bit for v1 only."""
+    attrs = compression_type & COMPRESSION_CODEC_MASK
+    if magic > MAGIC_V0 and timestamp_type is TimestampType.LOG_APPEND_TIME:
+        attrs |= TIMESTAMP_TYPE_MASK
+    return attrs
+
+
+def encode_entry(  # noqa: PLR0917
+    offset: int,
+    magic: int,
+    attributes: int,
+    timestamp: int,
+    key: ReadableBuffer | None,
+    value: ReadableBuffer | None,
+) -> bytes:
+    """One log entry ``offset | size | crc | magic | attributes | [ts] | key | value``
+    with its CRC-32 (``LegacyRecord.write``). Raises ValueError for what
+    Kafka's writer refuses (magic not 0/1, timestamp < -1)."""
+    if magic not in (MAGIC_V0, MAGIC_V1):
+        raise ValueError(f"Invalid magic value {magic}")
+    if timestamp < 0 and timestamp != NO_TIMESTAMP:
+        raise ValueError(f"Invalid message timestamp {timestamp}")
+    parts = [struct.pack(">bb", magic, attributes)]
+    if magic > MAGIC_V0:
+        parts.append(_INT64.pack(timestamp))
+    for data in (key, value):
+        if data is None:
+            parts.append(_INT32.pack(-1))
+        else:
+            raw = bytes(data)
+            parts.append(_INT32.pack(len(raw)))
+            parts.append(raw)
+    body = b"".join(parts)
+    crc = zlib.crc32(body)
+    return struct.pack(">qiI", offset, len(body) + 4, crc) + body

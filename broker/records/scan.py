@@ -5,6 +5,40 @@
 when it was built and ``BROKER_NO_EXTENSIONS`` is not set to a true value.
 ``IMPLEMENTATION`` says which one runs ("compiled" or "python"); metrics and
 the test-suite guard read it.
+
+Callers use the names re-exported here (``scan.walk_v2`` ...) or ``scan.impl``;
+the error and failure codes (``ERR_*``, ``FAIL_*``) are the reference's.
+
+The twins' functions (same positional signatures in both; what each does is
+documented in ``_scan_py.py``)::
+
+    read_varint(buf, pos, end) -> (value, next_pos)
+    read_varlong(buf, pos, end) -> (value, next_pos)
+    crc32(buf, pos, end) -> int
+    new_buffer(size) -> bytearray
+    scan_entries(buf, start, end, max_message_bytes, client_origin)
+        -> (entries, valid_end, first_magic, source_codec, fail_code, fail_pos,
+            fail_value, magic_mask)
+    walk_v2(buf, pos, end, count, base_offset, base_timestamp, lat_batch,
+            batch_max_timestamp, now, before_max, after_max, create_time,
+            compacted, want_canonical)
+        -> (max_timestamp, min_timestamp, offsets_consecutive, canonical, errors)
+    walk_legacy(buf, pos, end, wrapper_magic, wrapper_offset, wrapper_timestamp,
+                wrapper_lat, now, before_max, after_max, create_time, compacted,
+                out, out_pos)
+        -> (records, consumed_end, out_end, max_timestamp, min_timestamp,
+            offsets_consecutive, first_timestamp, errors)
+    reencode_v2(buf, pos, end, count, base_timestamp, lat_batch,
+                batch_max_timestamp, out, out_pos) -> out_end
+    v2_to_legacy(buf, pos, end, count, base_offset, base_timestamp, lat_batch,
+                 batch_max_timestamp, to_magic, renumber_from, relative_offsets,
+                 first_offset, log_append_time, clamp_timestamps, out, out_pos)
+        -> (written, out_end, first_written_offset, last_written_offset,
+            max_timestamp, offset_of_max_timestamp, had_headers)
+
+``errors`` is None or a list of ``(batch_index, ERR_*, offset, timestamp,
+record_position)``; structural problems raise ``InvalidRecordError`` /
+``CorruptRecordError``; an ``out`` buffer too small raises ``ValueError``.
 """
 
 from __future__ import annotations
@@ -13,6 +47,38 @@ import os
 from types import ModuleType
 
 from broker.records import _scan_py
+from broker.records._scan_py import (
+    ERR_CORRUPT,
+    ERR_MAGIC,
+    ERR_NO_KEY,
+    ERR_TS_RANGE,
+    ERR_TS_TYPE,
+    FAIL_BASE_OFFSET,
+    FAIL_CODEC,
+    FAIL_CRC,
+    FAIL_MAGIC,
+    FAIL_NONE,
+    FAIL_SIZE,
+    FAIL_TOO_LARGE,
+)
+
+__all__ = [
+    "ERR_CORRUPT",
+    "ERR_MAGIC",
+    "ERR_NO_KEY",
+    "ERR_TS_RANGE",
+    "ERR_TS_TYPE",
+    "FAIL_BASE_OFFSET",
+    "FAIL_CODEC",
+    "FAIL_CRC",
+    "FAIL_MAGIC",
+    "FAIL_NONE",
+    "FAIL_SIZE",
+    "FAIL_TOO_LARGE",
+    "FALLBACK_REASON",
+    "IMPLEMENTATION",
+    "impl",
+]
 
 
 def _truthy(value: str | None) -> bool:
@@ -33,3 +99,10 @@ impl, IMPLEMENTATION, FALLBACK_REASON = _choose()
 
 read_varint = impl.read_varint
 read_varlong = impl.read_varlong
+crc32 = impl.crc32
+new_buffer = impl.new_buffer
+scan_entries = impl.scan_entries
+walk_v2 = impl.walk_v2
+walk_legacy = impl.walk_legacy
+reencode_v2 = impl.reencode_v2
+v2_to_legacy = impl.v2_to_legacy

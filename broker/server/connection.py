@@ -57,6 +57,11 @@ Segments = Sequence[Any]
 Outcome = Segments | None | Awaitable[Segments | None]
 
 
+class ProtocolViolation(Exception):
+    """Raised by a frame handler for a request it cannot answer: the
+    connection is closed and the reason logged once, without a traceback."""
+
+
 class FrameHandler(Protocol):
     """The dispatcher seen from a connection."""
 
@@ -254,10 +259,13 @@ class Connection(asyncio.BufferedProtocol):
         self.budget.acquire(size)
         try:
             outcome = self.handler.handle_frame(frame, self)
+        except ProtocolViolation as exc:
+            log.warning("closing connection from %s: %s", self.peer, exc)
+            self.abort()
+            return
         except Exception:
-            # the dispatcher answers every request it can parse; what escapes
-            # it is a frame we cannot even answer (no header): drop the peer
-            log.exception("closing connection from %s: undecodable request", self.peer)
+            # a bug of ours: never take the broker down, drop only this peer
+            log.exception("closing connection from %s: request handling failed", self.peer)
             self.abort()
             return
         if outcome is None or isinstance(outcome, (list, tuple)):

@@ -1,0 +1,333 @@
+"""``broker serve``: configuration -> logs -> partitions -> handlers -> server -> metrics endpoint.
+
+Start-up, in order: parse ``server.properties`` and ``--override`` flags
+(unknown or malformed keys stop the start with a message naming the key);
+take the log dirs' locks and load (and if needed recover) every partition;
+bind the Kafka listener and the metrics endpoint; mark ready.
+
+Shutdown on SIGTERM or SIGINT: not ready; stop accepting; let in-flight
+requests finish (up to ``shutdown.timeout.ms``); close connections; flush
+and close every log, write the checkpoints and the clean-shutdown marker;
+release the locks. Exit code 0.
+
+Background ticks on the event loop: retention (``log.retention.check.interval.ms``),
+flushes due to ``flush.ms`` or to a roll (every second, in a worker thread),
+recovery-point and log-start-offset checkpoints, expired ``.deleted`` files,
+expired producer ids.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from broker import __version__
+from broker.config import BrokerConfig, parse_overrides, parse_properties
+from broker.errors import InvalidConfigError
+from broker.handlers.context import BrokerContext, Endpoint
+from broker.handlers.registry import HandlerRegistry
+from broker.log.errors import LogDirLockedError
+from broker.log.manager import LogManager
+from broker.metrics import BrokerMetrics, LogSample
+from broker.partition.producer_ids import ProducerIdManager
+from broker.partition.replica_manager import ReplicaManager
+from broker.records import scan
+from broker.server.connection import Connection, ConnectionLimits, InflightBudget
+from broker.server.dispatch import Dispatcher
+from broker.server.group_commit import GroupCommit
+from broker.server.http import OpsEndpoint
+from broker.server.listener import advertised_host, parse_listeners, start_listener
+
+log = logging.getLogger("broker")
+
+DEFAULT_BROKER_INFLIGHT = 512 * 1024 * 1024
+PRODUCER_EXPIRATION_CHECK_MS = 600_000
+FLUSH_TICK_S = 1.0
+DELETE_TICK_S = 5.0
+
+
+def event_loop_name() -> str:
+    name = os.environ.get("BROKER_EVENT_LOOP", "uvloop").strip().lower() or "uvloop"
+    if name not in ("uvloop", "asyncio"):
+        raise InvalidConfigError(f"BROKER_EVENT_LOOP must be uvloop or asyncio, not {name!r}")
+    return name
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class BrokerApp:
+    """The running broker; :meth:`start` then :meth:`serve_forever`."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.listener = parse_listeners(config.get("listeners"))
+        self.metrics = BrokerMetrics(
+            records_implementation=scan.IMPLEMENTATION,
+            event_loop=event_loop_name(),
+            version=__version__,
+        )
+        self.log_manager = LogManager(
+            config.log_dirs, config, flush_recorder=self.metrics.flush_recorder
+        )
+        self.ops = OpsEndpoint(self.metrics.render)
+        self.group_commit = GroupCommit()
+        self.connections: set[Connection] = set()
+        self.bound_port = 0
+        self.metrics_port = 0
+        self._server: asyncio.AbstractServer | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = asyncio.Event()
+
+    # ---- start ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        cfg = self.config
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, self.log_manager.startup)
+        self.metrics.log_provider = self._log_samples
+        replica_manager = ReplicaManager(
+            self.log_manager, recorder=self.metrics.validator_recorder, time_ms=wall_ms
+        )
+        floor = max(
+            (
+                pid + 1
+                for lg in self.log_manager.all_logs()
+                for pid in lg.producer_state.active_producers
+            ),
+            default=0,
+        )
+        producer_ids = ProducerIdManager(self.log_manager.log_dirs[0], floor)
+
+        metrics_listener = str(cfg.get("metrics.listener") or "")
+        if metrics_listener:
+            mhost, _, mport = metrics_listener.rpartition(":")
+            try:
+                mport_num = int(mport)
+            except ValueError:
+                raise InvalidConfigError(
+                    f"Invalid value {metrics_listener} for configuration metrics.listener: "
+                    "expected host:port"
+                ) from None
+            self.metrics_port = await self.ops.start(mhost or "0.0.0.0", mport_num)
+
+        limits = ConnectionLimits(
+            max_frame_bytes=int(cfg.get("socket.request.max.bytes")),
+            max_inflight_bytes=int(cfg.get("connection.max.inflight.bytes")),
+        )
+        queued = int(cfg.get("queued.max.request.bytes"))
+        budget = InflightBudget(queued if queued > 0 else DEFAULT_BROKER_INFLIGHT)
+
+        # the advertised address needs the bound port when listeners asks for port 0
+        broker = BrokerContext(
+            config=cfg,
+            node_id=cfg.node_id,
+            cluster_id=self.log_manager.cluster_id or "",
+            advertised=Endpoint("", 0),
+            log_manager=self.log_manager,
+            replica_manager=replica_manager,
+            meters=self.metrics,
+            durability=self.group_commit,
+            producer_ids=producer_ids,
+        )
+        dispatcher = Dispatcher(HandlerRegistry(broker), self.metrics)
+
+        def factory() -> Connection:
+            conn = Connection(dispatcher, limits, budget, on_close=self._on_close)
+            self.connections.add(conn)
+            self.metrics.connections.inc()
+            self.metrics.connections_created.inc()
+            return conn
+
+        self._server, self.bound_port = await start_listener(
+            self.listener,
+            factory,
+            send_buffer=int(cfg.get("socket.send.buffer.bytes")),
+            receive_buffer=int(cfg.get("socket.receive.buffer.bytes")),
+        )
+        advertised = cfg.get("advertised.listeners")
+        if advertised:
+            spec = parse_listeners(advertised, "advertised.listeners")
+            broker.advertised = Endpoint(advertised_host(spec.host), spec.port or self.bound_port)
+        else:
+            broker.advertised = Endpoint(advertised_host(self.listener.host), self.bound_port)
+
+        self._schedule(self._retention_tick, int(cfg.get("log.retention.check.interval.ms")) / 1000)
+        self._schedule(self._flush_tick, FLUSH_TICK_S)
+        self._schedule(
+            self._recovery_checkpoint_tick,
+            int(cfg.get("log.flush.offset.checkpoint.interval.ms")) / 1000,
+        )
+        self._schedule(
+            self._start_offset_checkpoint_tick,
+            int(cfg.get("log.flush.start.offset.checkpoint.interval.ms")) / 1000,
+        )
+        self._schedule(self._delete_tick, DELETE_TICK_S)
+        self._schedule(self._producer_expiration_tick, PRODUCER_EXPIRATION_CHECK_MS / 1000)
+        self.ops.ready = True
+        log.info(
+            "broker %s started: node %d, Kafka listener %s:%d (advertised %s:%d), metrics %s, "
+            "records implementation %s, event loop %s, %d partitions in %s",
+            __version__,
+            broker.node_id,
+            self.listener.host or "0.0.0.0",
+            self.bound_port,
+            broker.advertised.host,
+            broker.advertised.port,
+            f"port {self.metrics_port}" if metrics_listener else "off",
+            scan.IMPLEMENTATION,
+            event_loop_name(),
+            len(self.log_manager.all_logs()),
+            ",".join(str(d) for d in self.log_manager.log_dirs),
+        )
+
+    def _log_samples(self) -> list[LogSample]:
+        return [LogSample(*s) for s in self.log_manager.log_stats()]
+
+    def _on_close(self, conn: Connection) -> None:
+        if conn in self.connections:
+            self.connections.discard(conn)
+            self.metrics.connections.dec()
+
+    # ---- background ticks -------------------------------------------------------------------
+
+    def _schedule(self, tick: Callable[[], Awaitable[None]], interval_s: float) -> None:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(interval_s)
+                try:
+                    await tick()
+                except Exception:
+                    log.exception("background task %s failed", tick.__name__)
+
+        self._tasks.append(asyncio.create_task(loop(), name=tick.__name__))
+
+    async def _retention_tick(self) -> None:
+        deleted = self.log_manager.cleanup_logs()
+        if deleted:
+            log.info("retention deleted %d segments", deleted)
+
+    async def _flush_tick(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.log_manager.flush_dirty_logs)
+
+    async def _recovery_checkpoint_tick(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(
+            None, self.log_manager.checkpoint_recovery_offsets
+        )
+
+    async def _start_offset_checkpoint_tick(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(
+            None, self.log_manager.checkpoint_log_start_offsets
+        )
+
+    async def _delete_tick(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(
+            None, self.log_manager.delete_expired_files
+        )
+
+    async def _producer_expiration_tick(self) -> None:
+        self.log_manager.remove_expired_producers()
+
+    # ---- run and stop ---------------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        self._stopping.set()
+
+    async def serve_forever(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.request_stop)
+        await self._stopping.wait()
+        log.info("shutting down")
+        await self.shutdown()
+
+    async def shutdown(self) -> None:
+        self.ops.ready = False
+        if self._server is not None:
+            self._server.close()
+        deadline = time.monotonic() + int(self.config.get("shutdown.timeout.ms")) / 1000
+        while any(not c.idle for c in self.connections) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        for conn in list(self.connections):
+            conn.close()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.group_commit.close()
+        await asyncio.get_running_loop().run_in_executor(None, self.log_manager.shutdown)
+        await self.ops.stop()
+        log.info("shut down cleanly")
+
+
+# ---- the `serve` command ------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "properties",
+        nargs="?",
+        type=Path,
+        help="server.properties file (Kafka key names); defaults apply without it",
+    )
+    parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a configuration key (repeatable); wins over the properties file",
+    )
+
+
+def build_config(args: argparse.Namespace) -> BrokerConfig:
+    props: dict[str, str] = {}
+    if args.properties is not None:
+        props.update(parse_properties(args.properties.read_text(encoding="utf-8")))
+    props.update(parse_overrides(args.override))
+    return BrokerConfig.from_properties(props)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=os.environ.get("BROKER_LOG_LEVEL", "INFO").upper(),
+        format="[%(asctime)s] %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        config = build_config(args)
+        loop_name = event_loop_name()
+    except (InvalidConfigError, OSError) as exc:
+        print(f"broker: configuration error: {exc}", file=sys.stderr)
+        return 2
+
+    async def main() -> int:
+        app = BrokerApp(config)
+        try:
+            await app.start()
+        except LogDirLockedError as exc:
+            print(f"broker: {exc}", file=sys.stderr)
+            return 1
+        except InvalidConfigError as exc:
+            print(f"broker: configuration error: {exc}", file=sys.stderr)
+            await app.ops.stop()
+            return 2
+        except OSError as exc:
+            print(f"broker: cannot start: {exc}", file=sys.stderr)
+            await app.ops.stop()
+            app.log_manager.shutdown()
+            return 1
+        await app.serve_forever()
+        return 0
+
+    if loop_name == "uvloop":
+        import uvloop
+
+        return uvloop.run(main())
+    return asyncio.run(main())

@@ -1,0 +1,145 @@
+"""What a handler sees: the request context and the broker's shared parts.
+
+Handlers sit below the server and beside ``broker/metrics.py`` in the
+layers, so they name the server's and the metrics' objects through the
+small protocols below; the app hands the real objects in.
+
+* :class:`RequestContext` -- one request: its header, the connection it came
+  on (client software for the conversion metrics), and the per-request
+  values Kafka's ``RequestChannel.Request`` accumulates (error counts for
+  ``ErrorsPerSec``, conversion time and temporary memory).
+* :class:`BrokerContext` -- configuration, partitions, logs, meters, the
+  durability waiter (acks=all group commit), the producer-id allocator and
+  the advertised address, shared by every handler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from broker.config import BrokerConfig
+from broker.errors import ErrorCode
+from broker.log.manager import LogManager
+from broker.log.unified_log import UnifiedLog
+from broker.partition.replica_manager import ReplicaManager
+from broker.protocol.header import RequestHeader
+from broker.validator import MetricsRecorder
+
+if TYPE_CHECKING:
+    from broker.handlers.registry import HandlerRegistry
+
+
+class CounterLike(Protocol):
+    def inc(self, amount: float = 1) -> None: ...
+
+
+class HistogramLike(Protocol):
+    def observe(self, amount: float) -> None: ...
+
+
+class TopicMeters(Protocol):
+    """``BrokerTopicMetrics`` of one topic (``broker.metrics.TopicMetrics``)."""
+
+    @property
+    def messages_in(self) -> CounterLike: ...
+    @property
+    def bytes_in(self) -> CounterLike: ...
+    @property
+    def bytes_out(self) -> CounterLike: ...
+    @property
+    def bytes_rejected(self) -> CounterLike: ...
+    @property
+    def produce_requests(self) -> CounterLike: ...
+    @property
+    def failed_produce_requests(self) -> CounterLike: ...
+    @property
+    def fetch_requests(self) -> CounterLike: ...
+    @property
+    def failed_fetch_requests(self) -> CounterLike: ...
+    @property
+    def produce_message_conversions(self) -> CounterLike: ...
+    @property
+    def fetch_message_conversions(self) -> CounterLike: ...
+
+
+class BrokerMeters(Protocol):
+    """The parts of ``broker.metrics.BrokerMetrics`` handlers feed."""
+
+    @property
+    def validator_recorder(self) -> MetricsRecorder: ...
+
+    def topic(self, topic: str) -> TopicMeters: ...
+
+    def forget_topic(self, topic: str) -> None: ...
+
+    def client_conversions(
+        self, request: str, software_name: str | None, software_version: str | None
+    ) -> CounterLike: ...
+
+
+class ConnectionInfo(Protocol):
+    """The client connection a request came on (``broker.server.connection``)."""
+
+    peer: str
+    client_software_name: str | None
+    client_software_version: str | None
+
+    def close(self) -> None: ...
+
+
+class Durability(Protocol):
+    """Waits until the logs are durable up to the given offsets (group commit)."""
+
+    def wait_flushed(
+        self, targets: Sequence[tuple[UnifiedLog, int]], timeout_s: float
+    ) -> Awaitable[bool]: ...
+
+
+class ProducerIdAllocator(Protocol):
+    def next_producer_id(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An advertised listener: what Metadata tells clients to connect to."""
+
+    host: str
+    port: int
+
+
+@dataclass
+class BrokerContext:
+    """The broker's shared parts, built once by the app."""
+
+    config: BrokerConfig
+    node_id: int
+    cluster_id: str
+    advertised: Endpoint
+    log_manager: LogManager
+    replica_manager: ReplicaManager
+    meters: BrokerMeters
+    durability: Durability
+    producer_ids: ProducerIdAllocator
+    #: filled by the registry once every handler exists (ApiVersions needs it)
+    registry: HandlerRegistry | None = None
+
+
+@dataclass
+class RequestContext:
+    """One request being handled (``RequestChannel.Request``'s bookkeeping)."""
+
+    header: RequestHeader
+    connection: ConnectionInfo
+    #: error code -> count, for ErrorsPerSec (``AbstractResponse.errorCounts``)
+    error_counts: dict[int, int] = field(default_factory=dict)
+    #: ``request.messageConversionsTimeNanos`` (overwritten per partition, as Kafka)
+    conversions_time_ns: int = 0
+    #: ``request.temporaryMemoryBytes`` (overwritten per partition, as Kafka)
+    temporary_memory_bytes: int = 0
+    #: monotonic ns when the handler started waiting (acks=all, long-poll), 0 if never
+    remote_start_ns: int = 0
+
+    def count_error(self, code: int | ErrorCode, n: int = 1) -> None:
+        self.error_counts[int(code)] = self.error_counts.get(int(code), 0) + n

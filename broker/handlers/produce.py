@@ -1,0 +1,361 @@
+"""Produce (key 0), versions 0-11.
+
+Behaviour (``KafkaApis.handleProduceRequest``, ``ReplicaManager.appendToLocalLog``,
+reference §4.1-§4.3):
+- acks must be -1, 0 or 1, else every partition gets INVALID_REQUIRED_ACKS
+  and nothing is appended.
+- A partition whose first batch is transactional fails the whole request:
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED without a transactional id (as
+  Kafka), INVALID_TXN_STATE with one (this broker has no transaction
+  coordinator; docs/deviations.md).
+- Per partition, in request order: unknown partition -> UNKNOWN_TOPIC_OR_PARTITION;
+  ``ProduceRequest.validateRecords`` (magic 2 and one batch for v3+, zstd
+  only from v7) -> its code; these partitions do not touch the topic meters.
+  Then TotalProduceRequests is marked and the partition appends (validate
+  then append, nothing awaited in between; ``broker/partition/partition.py``).
+- Error mapping and meters of ``appendToLocalLog``: unknown partition,
+  MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, CORRUPT_MESSAGE and
+  KAFKA_STORAGE_ERROR are answered with log_start_offset -1 and do not mark
+  FailedProduceRequests; record validation errors (INVALID_TIMESTAMP,
+  INVALID_RECORD with record_errors) and every other error mark it and carry
+  the partition's log start offset. MESSAGE_TOO_LARGE also marks BytesRejected.
+  A failure of ours (a bug) is logged and answered UNKNOWN_SERVER_ERROR.
+- Success marks BytesIn (the request's bytes for the partition),
+  MessagesIn (last - first + 1, duplicates included) and, when the broker
+  converted or recompressed records, ProduceMessageConversions and the
+  per-client conversions counter. The request's conversion time and
+  temporary memory are the last partition's values, as Kafka records them.
+- acks=0: no response; if any partition failed, the connection is closed
+  instead, so the client notices (Kafka does the same).
+- acks=1: answered after the append.
+- acks=-1: one replica, so the broker makes it mean "on disk": the answer
+  waits until an fsync covers every appended batch, one fsync shared by all
+  requests waiting at that moment (group commit, ``broker/server/group_commit.py``);
+  REQUEST_TIMED_OUT if that takes longer than the request's timeout_ms.
+  ``acks.all.fsync=false`` answers after the append instead. With
+  min.insync.replicas > 1 the partition gets NOT_ENOUGH_REPLICAS, as a
+  Kafka partition whose ISR is too small.
+
+Version notes:
+- v0-v2 carry magic 0/1 message sets (up-converted by the validator); v3+
+  carry one v2 batch and a transactional_id. v2+: log_append_time_ms.
+  v5+: log_start_offset. v7+: zstd allowed. v8+: record_errors and
+  error_message (also filled for errors Kafka leaves without a message;
+  docs/deviations.md). v9+: flexible. v10+: current_leader (tagged, only for
+  NOT_LEADER_OR_FOLLOWER, which one broker never answers). v11: same as v10.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from broker.errors import (
+    ErrorCode,
+    KafkaError,
+    RecordTooLargeError,
+    RecordValidationError,
+)
+from broker.handlers.base import Reply, RequestHandler
+from broker.handlers.context import RequestContext, TopicMeters
+from broker.log.unified_log import UnifiedLog
+from broker.partition.partition import Partition
+from broker.protocol.data import Data
+from broker.protocol.messages import ProduceResponse
+from broker.records.batch import TRANSACTIONAL_FLAG_MASK
+from broker.records.entries import iter_buffer_entries
+from broker.validator.analysis import check_request_records
+
+log = logging.getLogger(__name__)
+
+#: errors answered with log_start_offset -1 and without FailedProduceRequests (§4.3)
+_PLAIN_ERRORS = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.CORRUPT_MESSAGE,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+    }
+)
+_ATTRIBUTES_OFFSET = 21
+
+
+def _first_batch_transactional(records: memoryview) -> bool:
+    """``RequestUtils.hasTransactionalRecords`` for one partition: the first
+    batch's transactional flag (v2 only; legacy batches cannot carry it)."""
+    try:
+        first = next(iter_buffer_entries(records), None)
+    except KafkaError:
+        return False  # framing errors are the validator's to report
+    if first is None or first.magic < 2 or first.size_in_bytes < 61:
+        return False
+    return bool(records[first.position + _ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_FLAG_MASK)
+
+
+class ProduceHandler(RequestHandler):
+    API_KEY = 0
+    MIN_VERSION = 0
+    MAX_VERSION = 11
+
+    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+        version = ctx.header.api_version
+        acks = request.acks
+        if acks not in (-1, 0, 1):
+            return self._fail_all(ctx, request, ErrorCode.INVALID_REQUIRED_ACKS, None, acks)
+        if any(
+            pd.records is not None and _first_batch_transactional(pd.records)
+            for td in request.topic_data
+            for pd in td.partition_data
+        ):
+            if request.transactional_id is None:
+                return self._fail_all(
+                    ctx, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None, acks
+                )
+            return self._fail_all(
+                ctx,
+                request,
+                ErrorCode.INVALID_TXN_STATE,
+                "Transactions are not supported by this broker: it has no transaction "
+                "coordinator. Produce without a transactional.id.",
+                acks,
+            )
+
+        rm = self.broker.replica_manager
+        meters = self.broker.meters
+        conn = ctx.connection
+        durable: list[tuple[UnifiedLog, int, Data]] = []
+        min_isr_check = acks == -1
+        any_error = False
+        topics = []
+        for td in request.topic_data:
+            name = td.name
+            tmeters: TopicMeters | None = None
+            responses = []
+            for pd in td.partition_data:
+                partition = rm.get_partition(name, pd.index)
+                records = pd.records
+                if partition is None:
+                    resp = self._error(
+                        ctx,
+                        pd.index,
+                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        f"This server does not host this topic-partition: {name}-{pd.index}",
+                        version,
+                    )
+                elif records is None:
+                    resp = self._error(
+                        ctx, pd.index, ErrorCode.INVALID_RECORD, "records must not be null", version
+                    )
+                else:
+                    try:
+                        check_request_records(records, version)
+                    except KafkaError as exc:
+                        log.debug("produce to %s-%d refused: %s", name, pd.index, exc)
+                        resp = self._error(ctx, pd.index, exc.code, str(exc), version)
+                    else:
+                        if tmeters is None:
+                            tmeters = meters.topic(name)
+                        resp = self._append(
+                            ctx,
+                            partition,
+                            records,
+                            version=version,
+                            tmeters=tmeters,
+                            min_isr_check=min_isr_check,
+                            durable=durable,
+                        )
+                any_error = any_error or resp.error_code != ErrorCode.NONE
+                responses.append(resp)
+            topics.append(
+                ProduceResponse.TopicProduceResponse(name=name, partition_responses=responses)
+            )
+        response = ProduceResponse(responses=topics)
+
+        if acks == 0:
+            if any_error:
+                # Kafka closes the connection so that an acks=0 client learns of failures
+                conn.close()
+            return None
+        if acks == 1 or not durable or not self.broker.config.get("acks.all.fsync"):
+            return response
+        return self._after_flush(ctx, response, durable, request.timeout_ms)
+
+    # ---- one partition -----------------------------------------------------------------------
+
+    def _append(
+        self,
+        ctx: RequestContext,
+        partition: Partition,
+        records: memoryview,
+        *,
+        version: int,
+        tmeters: TopicMeters,
+        min_isr_check: bool,
+        durable: list[tuple[UnifiedLog, int, Data]],
+    ) -> Data:
+        tmeters.produce_requests.inc()
+        size = records.nbytes
+        log_ = partition.log
+        try:
+            if min_isr_check and log_.config.min_insync_replicas > 1:
+                ctx.count_error(ErrorCode.NOT_ENOUGH_REPLICAS)
+                tmeters.failed_produce_requests.inc()
+                return ProduceResponse.PartitionProduceResponse(
+                    index=partition.partition,
+                    error_code=ErrorCode.NOT_ENOUGH_REPLICAS,
+                    base_offset=-1,
+                    log_append_time_ms=-1,
+                    log_start_offset=log_.log_start_offset,
+                    error_message=(
+                        f"The size of the current ISR {{{self.broker.node_id}}} is insufficient "
+                        f"to satisfy the min.isr requirement of {log_.config.min_insync_replicas} "
+                        f"for partition {partition.topic}-{partition.partition}"
+                    )
+                    if version >= 8
+                    else None,
+                )
+            outcome = partition.append_records_as_leader(records, version)
+        except RecordValidationError as exc:
+            log.debug("produce to %s rejected: %s %s", partition, exc, exc.record_errors)
+            tmeters.failed_produce_requests.inc()
+            ctx.count_error(exc.code)
+            return ProduceResponse.PartitionProduceResponse(
+                index=partition.partition,
+                error_code=exc.code,
+                base_offset=-1,
+                log_append_time_ms=-1,
+                log_start_offset=log_.log_start_offset,
+                record_errors=[
+                    ProduceResponse.BatchIndexAndErrorMessage(
+                        batch_index=e.batch_index, batch_index_error_message=e.message
+                    )
+                    for e in exc.record_errors
+                ],
+                error_message=str(exc),
+            )
+        except KafkaError as exc:
+            code = exc.code
+            log.debug("produce to %s failed: %s: %s", partition, code.name, exc)
+            if isinstance(exc, RecordTooLargeError):
+                tmeters.bytes_rejected.inc(size)
+            if code in _PLAIN_ERRORS:
+                return self._error(ctx, partition.partition, code, str(exc), version)
+            tmeters.failed_produce_requests.inc()
+            ctx.count_error(code)
+            return ProduceResponse.PartitionProduceResponse(
+                index=partition.partition,
+                error_code=code,
+                base_offset=-1,
+                log_append_time_ms=-1,
+                log_start_offset=log_.log_start_offset,
+                error_message=str(exc) if version >= 8 else None,
+            )
+        except Exception:
+            log.exception(
+                "unexpected error appending to %s-%d", partition.topic, partition.partition
+            )
+            tmeters.failed_produce_requests.inc()
+            ctx.count_error(ErrorCode.UNKNOWN_SERVER_ERROR)
+            return ProduceResponse.PartitionProduceResponse(
+                index=partition.partition,
+                error_code=ErrorCode.UNKNOWN_SERVER_ERROR,
+                base_offset=-1,
+                log_append_time_ms=-1,
+                log_start_offset=log_.log_start_offset,
+            )
+
+        ctx.count_error(ErrorCode.NONE)
+        stats = outcome.stats
+        if outcome.num_records > 0:
+            tmeters.bytes_in.inc(size)
+            tmeters.messages_in.inc(outcome.num_records)
+        converted = stats.num_records_converted
+        if converted > 0:
+            tmeters.produce_message_conversions.inc(converted)
+            conn = ctx.connection
+            self.broker.meters.client_conversions(
+                "Produce", conn.client_software_name, conn.client_software_version
+            ).inc(converted)
+            ctx.conversions_time_ns = stats.conversion_time_nanos
+        ctx.temporary_memory_bytes = stats.temporary_memory_bytes
+        resp = ProduceResponse.PartitionProduceResponse(
+            index=partition.partition,
+            error_code=ErrorCode.NONE,
+            base_offset=outcome.base_offset,
+            log_append_time_ms=outcome.log_append_time_ms,
+            log_start_offset=outcome.log_start_offset,
+        )
+        if outcome.last_offset >= 0:
+            durable.append((log_, outcome.last_offset + 1, resp))
+        return resp
+
+    @staticmethod
+    def _error(
+        ctx: RequestContext, index: int, code: ErrorCode, message: str | None, version: int
+    ) -> Data:
+        ctx.count_error(code)
+        return ProduceResponse.PartitionProduceResponse(
+            index=index,
+            error_code=code,
+            base_offset=-1,
+            log_append_time_ms=-1,
+            log_start_offset=-1,
+            error_message=message if version >= 8 else None,
+        )
+
+    def _fail_all(
+        self,
+        ctx: RequestContext,
+        request: Data,
+        code: ErrorCode,
+        message: str | None,
+        acks: int,
+    ) -> Reply:
+        version = ctx.header.api_version
+        response = ProduceResponse(
+            responses=[
+                ProduceResponse.TopicProduceResponse(
+                    name=td.name,
+                    partition_responses=[
+                        self._error(ctx, pd.index, code, message, version)
+                        for pd in td.partition_data
+                    ],
+                )
+                for td in request.topic_data
+            ]
+        )
+        if acks == 0:
+            ctx.connection.close()
+            return None
+        return response
+
+    # ---- acks=all --------------------------------------------------------------------------
+
+    async def _after_flush(
+        self,
+        ctx: RequestContext,
+        response: Data,
+        durable: Sequence[tuple[UnifiedLog, int, Data]],
+        timeout_ms: int,
+    ) -> Data:
+        targets = [(log_, offset) for log_, offset, _ in durable]
+        try:
+            flushed = await self.broker.durability.wait_flushed(targets, max(timeout_ms, 0) / 1000)
+        except OSError:
+            log.exception("fsync failed for an acks=all produce request")
+            self._set_errors(ctx, durable, ErrorCode.KAFKA_STORAGE_ERROR)
+            return response
+        if not flushed:
+            self._set_errors(ctx, durable, ErrorCode.REQUEST_TIMED_OUT)
+        return response
+
+    @staticmethod
+    def _set_errors(
+        ctx: RequestContext, durable: Sequence[tuple[UnifiedLog, int, Data]], code: ErrorCode
+    ) -> None:
+        for _, _, resp in durable:
+            ctx.count_error(ErrorCode.NONE, -1)
+            ctx.count_error(code)
+            resp.error_code = code

@@ -1,0 +1,54 @@
+"""The handlers this broker serves, declared once.
+
+``HANDLER_CLASSES`` is the one list; a handler's version range is its class
+attributes, and ApiVersions answers from this registry, so a version range
+is stated in exactly one place. A declared range must lie inside the
+protocol layer's range for the API (checked when the registry is built).
+"""
+
+from __future__ import annotations
+
+from broker.handlers.api_versions import ApiVersionsHandler
+from broker.handlers.base import RequestHandler
+from broker.handlers.context import BrokerContext
+from broker.handlers.init_producer_id import InitProducerIdHandler
+from broker.handlers.metadata import MetadataHandler
+from broker.handlers.produce import ProduceHandler
+
+HANDLER_CLASSES: tuple[type[RequestHandler], ...] = (
+    ProduceHandler,
+    MetadataHandler,
+    ApiVersionsHandler,
+    InitProducerIdHandler,
+)
+
+
+class HandlerRegistry:
+    """Handler instances by API key."""
+
+    def __init__(
+        self,
+        broker: BrokerContext,
+        classes: tuple[type[RequestHandler], ...] = HANDLER_CLASSES,
+    ) -> None:
+        self._handlers: dict[int, RequestHandler] = {}
+        for cls in classes:
+            api = cls.api()
+            if not (api.min_version <= cls.MIN_VERSION <= cls.MAX_VERSION <= api.max_version):
+                raise ValueError(
+                    f"{cls.__name__} declares versions {cls.MIN_VERSION}-{cls.MAX_VERSION}, "
+                    f"outside the protocol's {api.min_version}-{api.max_version}"
+                )
+            if cls.API_KEY in self._handlers:
+                raise ValueError(f"two handlers for API key {cls.API_KEY}")
+            self._handlers[cls.API_KEY] = cls(broker)
+        broker.registry = self
+
+    def get(self, api_key: int) -> RequestHandler | None:
+        return self._handlers.get(api_key)
+
+    def versions(self) -> list[tuple[int, int, int]]:
+        """(api key, min version, max version) of every served API, by key."""
+        return sorted(
+            (k, type(h).MIN_VERSION, type(h).MAX_VERSION) for k, h in self._handlers.items()
+        )

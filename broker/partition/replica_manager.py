@@ -1,0 +1,169 @@
+"""The partitions this broker leads, and topic creation (``ReplicaManager`` without replicas).
+
+Holds a :class:`~broker.partition.partition.Partition` per partition log the
+:class:`~broker.log.manager.LogManager` knows, creates topics (auto-creation
+from Metadata, CreateTopics, CreatePartitions) and deletes them. Topic names
+are checked as Kafka's ``Topic.validate`` does: 1-249 characters of
+``[a-zA-Z0-9._-]``, not ``.`` or ``..``, and no collision with an existing
+topic that differs only in ``.`` versus ``_`` (they share metric names).
+
+Used from the event loop thread only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+
+from broker.errors import (
+    InvalidPartitionsError,
+    InvalidTopicError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+from broker.log.files import TopicPartition
+from broker.log.manager import LogManager
+from broker.log.unified_log import UnifiedLog
+from broker.partition.partition import Partition
+from broker.validator import MetricsRecorder
+
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+def validate_topic_name(topic: str) -> None:
+    """``org.apache.kafka.common.internals.Topic.validate``."""
+    if not topic:
+        raise InvalidTopicError("Topic name is illegal, it can't be empty")
+    if topic in (".", ".."):
+        raise InvalidTopicError('Topic name cannot be "." or ".."')
+    if len(topic) > MAX_TOPIC_NAME_LENGTH:
+        raise InvalidTopicError(
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, "
+            f"topic name: {topic}"
+        )
+    if not _LEGAL.match(topic):
+        raise InvalidTopicError(
+            f'Topic name "{topic}" is illegal, it contains a character other than ASCII '
+            "alphanumerics, '.', '_' and '-'"
+        )
+
+
+def _unify(topic: str) -> str:
+    return topic.replace(".", "_")
+
+
+class ReplicaManager:
+    """Partitions by (topic, partition); see the module docstring."""
+
+    def __init__(
+        self,
+        log_manager: LogManager,
+        *,
+        recorder: MetricsRecorder,
+        time_ms: Callable[[], int],
+        max_decompressed_bytes: int | None = None,
+    ) -> None:
+        self.log_manager = log_manager
+        self._recorder = recorder
+        self._time_ms = time_ms
+        self._max_decompressed_bytes = max_decompressed_bytes
+        self._partitions: dict[tuple[str, int], Partition] = {}
+        self._topics: dict[str, int] = {}
+        for log in log_manager.all_logs():
+            tp = log.topic_partition
+            self._add(self._new_partition(tp.topic, tp.partition, log))
+
+    def _new_partition(self, topic: str, partition: int, log: UnifiedLog) -> Partition:
+        return Partition(
+            topic,
+            partition,
+            log,
+            recorder=self._recorder,
+            time_ms=self._time_ms,
+            max_decompressed_bytes=self._max_decompressed_bytes,
+        )
+
+    def _add(self, partition: Partition) -> None:
+        self._partitions[(partition.topic, partition.partition)] = partition
+        self._topics[partition.topic] = max(
+            self._topics.get(partition.topic, 0), partition.partition + 1
+        )
+
+    # ---- lookups ----------------------------------------------------------------------------
+
+    def get_partition(self, topic: str, partition: int) -> Partition | None:
+        return self._partitions.get((topic, partition))
+
+    def partition_or_error(self, topic: str, partition: int) -> Partition:
+        found = self._partitions.get((topic, partition))
+        if found is None:
+            raise UnknownTopicOrPartitionError(
+                f"This server does not host this topic-partition: {topic}-{partition}"
+            )
+        return found
+
+    def partition_count(self, topic: str) -> int | None:
+        """Number of partitions of ``topic``, None when it does not exist."""
+        return self._topics.get(topic)
+
+    def topics(self) -> dict[str, int]:
+        return dict(self._topics)
+
+    def partitions_of(self, topic: str) -> list[Partition]:
+        count = self._topics.get(topic, 0)
+        return [
+            self._partitions[(topic, p)] for p in range(count) if (topic, p) in self._partitions
+        ]
+
+    # ---- topic management ---------------------------------------------------------------------
+
+    def check_new_topic(self, topic: str, partitions: int) -> None:
+        validate_topic_name(topic)
+        if topic in self._topics:
+            raise TopicAlreadyExistsError(f"Topic '{topic}' already exists.")
+        unified = _unify(topic)
+        for existing in self._topics:
+            if _unify(existing) == unified:
+                raise InvalidTopicError(f"Topic '{topic}' collides with existing topic: {existing}")
+        if partitions < 1:
+            raise InvalidPartitionsError("Number of partitions must be larger than 0.")
+
+    def create_topic(
+        self, topic: str, partitions: int, configs: Mapping[str, object] | None = None
+    ) -> bytes:
+        """Create ``topic`` with ``partitions`` partitions; returns its topic id.
+
+        ``configs`` are topic-level overrides, validated by the caller
+        (``TopicConfig.with_overrides`` raises InvalidConfigError).
+        """
+        self.check_new_topic(topic, partitions)
+        topic_id = self.log_manager.create_topic(topic, partitions, configs)
+        for p in range(partitions):
+            log = self.log_manager.get_or_create_log(TopicPartition(topic, p))
+            self._add(self._new_partition(topic, p, log))
+        return topic_id
+
+    def create_partitions(self, topic: str, new_total: int) -> None:
+        """CreatePartitions: grow ``topic`` to ``new_total`` partitions."""
+        current = self._topics.get(topic)
+        if current is None:
+            raise UnknownTopicOrPartitionError(f"The topic '{topic}' does not exist.")
+        if new_total < current:
+            raise InvalidPartitionsError(
+                f"Topic currently has {current} partitions, which is higher than the requested "
+                f"{new_total}."
+            )
+        if new_total == current:
+            raise InvalidPartitionsError(f"Topic already has {current} partitions.")
+        for p in range(current, new_total):
+            log = self.log_manager.get_or_create_log(TopicPartition(topic, p))
+            self._add(self._new_partition(topic, p, log))
+
+    def delete_topic(self, topic: str) -> None:
+        if topic not in self._topics:
+            raise UnknownTopicOrPartitionError(f"Topic {topic} does not exist")
+        self.log_manager.delete_topic(topic)
+        for key in [k for k in self._partitions if k[0] == topic]:
+            del self._partitions[key]
+        del self._topics[topic]

@@ -1,0 +1,163 @@
+"""From a request frame to a response frame: header, registry, version, decode, handle, encode.
+
+::
+
+    frame (memoryview into the receive buffer)
+      -> parse_request_header            unreadable header: close the connection
+      -> registry.get(api_key)           an API we do not serve: close (as Kafka for unknown keys)
+      -> version check                   ApiVersions above its range: a v0 answer with
+                                         UNSUPPORTED_VERSION; any other API: close
+                                         (Kafka's RequestContext.parseRequest)
+      -> decode_request                  malformed body: close (InvalidRequestException)
+      -> handler.handle(ctx, request)    response | awaitable of it | None (acks=0)
+      -> encode_response                 whole frame, records passed through as segments
+
+Request metrics (``RequestMetrics``, reference §5.2) are recorded once per
+request when its response is handed to the socket: requests by API and
+version, request size, queue/local/remote/send/total time, the per-request
+conversion time and temporary memory (Produce and Fetch, every request
+sampled, as Kafka does) and the error counts of the response.
+Queue time is the time from the frame's last byte to dispatch: requests are
+dispatched as soon as they are cut out of the receive buffer, so it stays
+near zero unless the event loop is busy.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import Awaitable
+
+from broker.errors import ErrorCode
+from broker.handlers.base import RequestHandler
+from broker.handlers.context import RequestContext
+from broker.handlers.registry import HandlerRegistry
+from broker.metrics import BrokerMetrics
+from broker.protocol import (
+    API_KEYS,
+    DecodeError,
+    decode_request,
+    encode_response,
+    parse_request_header,
+)
+from broker.protocol.data import Data
+from broker.protocol.header import RequestHeader
+from broker.protocol.messages import ApiVersionsRequest
+from broker.server.connection import Connection, Outcome, ProtocolViolation, Segments
+
+log = logging.getLogger(__name__)
+
+API_VERSIONS_KEY = 18
+_ERROR_NAMES = {int(c): c.name for c in ErrorCode}
+
+
+class Dispatcher:
+    """Implements the connection's ``FrameHandler``."""
+
+    def __init__(self, registry: HandlerRegistry, metrics: BrokerMetrics) -> None:
+        self.registry = registry
+        self.metrics = metrics
+
+    def handle_frame(self, frame: memoryview, conn: Connection) -> Outcome:
+        start = time.perf_counter_ns()
+        try:
+            header = parse_request_header(frame)
+        except DecodeError as exc:
+            raise ProtocolViolation(f"unreadable request header from {conn.peer}: {exc}") from exc
+        handler = self.registry.get(header.api_key)
+        if handler is None:
+            api = API_KEYS.get(header.api_key)
+            name = api.name if api else f"unknown API key {header.api_key}"
+            raise ProtocolViolation(
+                f"{conn.peer} (client id {header.client_id!r}) sent {name} v{header.api_version}, "
+                "which this broker does not serve; see ApiVersions"
+            )
+        version = header.api_version
+        body_version: int | None = None
+        request: Data
+        if not handler.supports(version):
+            if header.api_key != API_VERSIONS_KEY:
+                raise ProtocolViolation(
+                    f"{conn.peer} sent {handler.api().name} v{version}, outside the supported "
+                    f"versions {handler.MIN_VERSION}-{handler.MAX_VERSION}"
+                )
+            # answered with a v0 body listing our versions (KIP-511)
+            request, body_version = ApiVersionsRequest(), 0
+        else:
+            try:
+                request = decode_request(header, frame)
+            except DecodeError as exc:
+                raise ProtocolViolation(
+                    f"malformed {handler.api().name} v{version} request from {conn.peer}: {exc}"
+                ) from exc
+        ctx = RequestContext(header, conn)
+        reply = handler.handle(ctx, request)
+        local_ns = time.perf_counter_ns() - start
+        if reply is None or isinstance(reply, Data):
+            segments = self._encode(header, handler, reply, body_version)
+            self._record(handler, ctx, size=len(frame), local_ns=local_ns, remote_ns=0, start=start)
+            return segments
+        if inspect.isawaitable(reply):
+            return self._finish(
+                header, handler, ctx, reply, size=len(frame), local_ns=local_ns, start=start
+            )
+        raise TypeError(f"{type(handler).__name__} returned {type(reply).__name__}")
+
+    async def _finish(
+        self,
+        header: RequestHeader,
+        handler: RequestHandler,
+        ctx: RequestContext,
+        reply: Awaitable[Data | None],
+        *,
+        size: int,
+        local_ns: int,
+        start: int,
+    ) -> Segments | None:
+        waited_from = time.perf_counter_ns()
+        response = await reply
+        remote_ns = time.perf_counter_ns() - waited_from
+        segments = self._encode(header, handler, response, None)
+        self._record(handler, ctx, size=size, local_ns=local_ns, remote_ns=remote_ns, start=start)
+        return segments
+
+    @staticmethod
+    def _encode(
+        header: RequestHeader,
+        handler: RequestHandler,
+        response: Data | None,
+        body_version: int | None,
+    ) -> Segments | None:
+        if response is None:
+            return None
+        return encode_response(header, response, version=body_version).segments
+
+    def _record(
+        self,
+        handler: RequestHandler,
+        ctx: RequestContext,
+        *,
+        size: int,
+        local_ns: int,
+        remote_ns: int,
+        start: int,
+    ) -> None:
+        api = handler.api().name
+        rm = self.metrics.request(api, ctx.header.api_version)
+        rm.requests.inc()
+        rm.request_bytes.observe(size)
+        rm.queue_time.observe(0.0)
+        rm.local_time.observe(local_ns / 1e9)
+        rm.remote_time.observe(remote_ns / 1e9)
+        # encoding and handing the frame to the transport (which sends what
+        # the socket takes at once and buffers the rest)
+        total_ns = time.perf_counter_ns() - start
+        rm.response_send_time.observe(max(total_ns - local_ns - remote_ns, 0) / 1e9)
+        rm.total_time.observe(total_ns / 1e9)
+        if rm.conversions_time is not None and rm.temporary_memory is not None:
+            rm.conversions_time.observe(ctx.conversions_time_ns / 1e9)
+            rm.temporary_memory.observe(ctx.temporary_memory_bytes)
+        for code, count in ctx.error_counts.items():
+            if count:
+                self.metrics.record_error(api, _ERROR_NAMES.get(code, str(code)), count)

@@ -1,0 +1,155 @@
+"""Validation that patches the request's bytes where they lie.
+
+``assign_offsets_non_compressed`` is ``LogValidator.assignOffsetsNonCompressed``
+(§1.7): uncompressed records whose magic is already the target. One compiled
+walk per v2 batch performs every per-record check and returns aggregates; no
+Python object is made per record. Then, outside the CRC: base offset (v2) or
+entry offset (legacy) and the partition leader epoch; inside the CRC (only
+when something changes): timestamp type and max timestamp.
+
+``finish_compressed_in_place`` is the in-place branch of
+``validateMessagesAndAssignOffsetsCompressed`` (§1.9): the compressed payload
+is kept byte for byte, only the header of the single batch changes.
+
+Inner offsets of an uncompressed v2 batch are not checked (Kafka does not);
+max timestamp / shallow offset follow §1.11 (3.8+).
+"""
+
+from __future__ import annotations
+
+from broker.records import batch as v2
+from broker.records import legacy, scan
+from broker.records.batch import (
+    MAGIC_V0,
+    MAGIC_V1,
+    MAGIC_V2,
+    NO_TIMESTAMP,
+    RECORDS_OFFSET,
+    TimestampType,
+)
+from broker.records.entries import iter_buffer_entries
+from broker.records.stats import EMPTY_STATS, RecordValidationStats
+from broker.validator.checks import (
+    RecordContext,
+    check_batch_magic,
+    check_only_one_batch,
+    check_v2_batch,
+    record_errors,
+)
+from broker.validator.context import Context, PathResult
+
+
+def _topic_type(ctx: Context) -> TimestampType:
+    return TimestampType.LOG_APPEND_TIME if ctx.log_append_time else TimestampType.CREATE_TIME
+
+
+def assign_offsets_non_compressed(ctx: Context, next_offset: int) -> PathResult:
+    a = ctx.analysis
+    check_only_one_batch(a.entries, a.first_magic, 0)
+    if a.first_magic >= MAGIC_V2:
+        return _v2_non_compressed(ctx, next_offset)
+    return _legacy_non_compressed(ctx, next_offset)
+
+
+def _v2_non_compressed(ctx: Context, next_offset: int) -> PathResult:
+    buf = ctx.records
+    h = v2.read_header(buf, 0)
+    check_v2_batch(ctx.analysis.first_magic, h, ctx.origin, ctx.to_magic, ctx.tp, ctx.recorder)
+    lat_batch = h.timestamp_type is TimestampType.LOG_APPEND_TIME
+    max_ts, _min_ts, _consecutive, _canonical, errors = scan.walk_v2(
+        buf, RECORDS_OFFSET, h.size_in_bytes, h.records_count, h.base_offset,
+        h.base_timestamp, lat_batch, h.max_timestamp, ctx.now, ctx.before_max,
+        ctx.after_max, ctx.create_time, ctx.compacted, False,
+    )  # fmt: skip
+    if errors:
+        rc = RecordContext(
+            buf,
+            MAGIC_V2,
+            base_offset=h.base_offset,
+            base_timestamp=h.base_timestamp,
+            base_sequence=h.base_sequence,
+            lat_timestamp=h.max_timestamp if lat_batch else None,
+        )
+        record_errors(
+            errors, rc, tp=ctx.tp, now=ctx.now, before_max=ctx.before_max,
+            after_max=ctx.after_max, recorder=ctx.recorder,
+        )  # fmt: skip
+    count = h.records_count
+    last_offset = next_offset + count - 1
+    v2.set_last_offset(buf, 0, last_offset)
+    v2.set_partition_leader_epoch(buf, 0, ctx.partition_leader_epoch)
+    if ctx.log_append_time:
+        v2.set_max_timestamp(buf, 0, TimestampType.LOG_APPEND_TIME, ctx.now)
+    else:
+        v2.set_max_timestamp(buf, 0, TimestampType.CREATE_TIME, max_ts)
+    max_timestamp = max_ts
+    shallow = last_offset if max_ts > NO_TIMESTAMP else -1
+    if ctx.log_append_time:
+        max_timestamp, shallow = ctx.now, last_offset
+    return PathResult(buf, count, max_timestamp, shallow, False, EMPTY_STATS)
+
+
+def _legacy_non_compressed(ctx: Context, next_offset: int) -> PathResult:
+    buf = ctx.records
+    first_magic = ctx.analysis.first_magic
+    _n, _stop, _o, _max, _min, _c, _f, errors = scan.walk_legacy(
+        buf, 0, len(buf), -1, 0, 0, False, ctx.now, ctx.before_max, ctx.after_max,
+        ctx.create_time, ctx.compacted, None, 0,
+    )  # fmt: skip
+    if errors:
+        _index, code, _offset, _ts, position = errors[0]
+        if code == scan.ERR_MAGIC:
+            check_batch_magic(first_magic, buf[position + legacy.RECORD_MAGIC_OFFSET], ctx.tp,
+                              ctx.recorder)  # fmt: skip
+        magic = buf[position + legacy.RECORD_MAGIC_OFFSET]
+        record_errors(
+            errors, RecordContext(buf, magic), tp=ctx.tp, now=ctx.now,
+            before_max=ctx.before_max, after_max=ctx.after_max, recorder=ctx.recorder,
+        )  # fmt: skip
+    topic_type = _topic_type(ctx)
+    counter = next_offset
+    max_timestamp = NO_TIMESTAMP
+    shallow = -1
+    for entry in iter_buffer_entries(buf):
+        counter += 1
+        legacy.set_offset(buf, entry.position, counter - 1)
+        if entry.magic > MAGIC_V0:
+            ts = legacy.read_entry_header(buf, entry.position).timestamp
+            if ts > max_timestamp:
+                max_timestamp, shallow = ts, counter - 1
+            legacy.set_max_timestamp(
+                buf, entry.position, topic_type, ctx.now if ctx.log_append_time else ts
+            )
+    if ctx.log_append_time:
+        if ctx.to_magic == MAGIC_V0:
+            max_timestamp, shallow = NO_TIMESTAMP, -1
+        elif ctx.to_magic == MAGIC_V1:
+            max_timestamp, shallow = ctx.now, next_offset
+        else:
+            max_timestamp, shallow = ctx.now, counter - 1
+    return PathResult(buf, counter - next_offset, max_timestamp, shallow, False, EMPTY_STATS)
+
+
+def finish_compressed_in_place(
+    ctx: Context, next_offset: int, num_records: int, max_timestamp: int, uncompressed_size: int
+) -> PathResult:
+    """offsetCounter += records; last offset, max timestamp and leader epoch
+    written into the single batch (v2 or v1 wrapper)."""
+    buf = ctx.records
+    last_offset = next_offset + num_records - 1
+    magic = buf[v2.MAGIC_OFFSET]
+    if magic >= MAGIC_V2:
+        v2.set_last_offset(buf, 0, last_offset)
+    else:
+        legacy.set_offset(buf, 0, last_offset)
+    if ctx.log_append_time:
+        max_timestamp = ctx.now
+    if ctx.to_magic >= MAGIC_V1:
+        if magic >= MAGIC_V2:
+            v2.set_max_timestamp(buf, 0, _topic_type(ctx), max_timestamp)
+        else:
+            legacy.set_max_timestamp(buf, 0, _topic_type(ctx), max_timestamp)
+    if ctx.to_magic >= MAGIC_V2:
+        v2.set_partition_leader_epoch(buf, 0, ctx.partition_leader_epoch)
+    stats = RecordValidationStats(uncompressed_size, 0, 0)
+    return PathResult(buf, num_records, max_timestamp, last_offset, False, stats)

@@ -1,0 +1,328 @@
+"""The validator's one entry point and Kafka's path decisions, as tables.
+
+``validate_records`` runs, in ``UnifiedLog.append``'s order (§4.4):
+
+1. ``ProduceRequest.validateRecords`` (§4.2: produce version rules, ZSTD gate);
+2. ``analyzeAndValidateRecords`` (§4.5: framing, client base offset 0,
+   max.message.bytes, CRC, codec ids) and the trim of a trailing partial batch;
+3. ``LogValidator.validateMessagesAndAssignOffsets`` (§1), by the tables below;
+4. the post-rebuild size check (§4.4 step 5): a rebuilt batch larger than
+   max.message.bytes -> RecordTooLargeError.
+
+Decompression is bounded: by default ``max(64 MiB, 16 x max.message.bytes)``.
+A batch can legitimately inflate far beyond its compressed size (repetitive
+payloads compress 100-1000x), but a broker must not let one request allocate
+without limit (Kafka does: a decompression bomb costs it memory). 16x the
+largest accepted batch covers real producer data (gzip/zstd on JSON, logs,
+Avro rarely exceed 10x); the 64 MiB floor keeps small max.message.bytes
+topics usable. The argument ``max_decompressed_bytes`` overrides it.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Callable
+
+from broker.config import LONG_MAX, TopicConfig
+from broker.errors import RecordTooLargeError, UnsupportedCompressionTypeError
+from broker.records import batch as v2
+from broker.records.batch import MAGIC_V2, CompressionType
+from broker.records.origin import AppendOrigin
+from broker.validator.analysis import (
+    RecordsAnalysis,
+    analyze_records,
+    check_request_records,
+    frame_records,
+)
+from broker.validator.checks import check_only_one_batch
+from broker.validator.collect import collect
+from broker.validator.context import Context, PathResult
+from broker.validator.in_place import assign_offsets_non_compressed, finish_compressed_in_place
+from broker.validator.rebuild import rebuild
+from broker.validator.result import MetricsRecorder, ValidationResult, batch_infos
+
+MIN_DECOMPRESSION_BOUND = 64 * 1024 * 1024
+DECOMPRESSION_FACTOR = 16
+
+
+class Path(enum.Enum):
+    """``validateMessagesAndAssignOffsets`` dispatch (§1.2)."""
+
+    IN_PLACE_NON_COMPRESSED = "assignOffsetsNonCompressed"
+    CONVERT_NON_COMPRESSED = "convertAndAssignOffsetsNonCompressed"
+    COMPRESSED = "validateMessagesAndAssignOffsetsCompressed"
+
+
+#: §1.2 -- (source is NONE, target is NONE, every batch has magic == toMagic) -> path;
+#: None matches anything.
+DISPATCH: tuple[tuple[bool | None, bool | None, bool | None, Path], ...] = (
+    (True, True, True, Path.IN_PLACE_NON_COMPRESSED),
+    (True, True, False, Path.CONVERT_NON_COMPRESSED),
+    (None, None, None, Path.COMPRESSED),
+)
+
+
+def _first_match(facts: tuple[bool, bool, bool]) -> Path:
+    for *conditions, path in DISPATCH:
+        if all(c is None or c == f for c, f in zip(conditions, facts, strict=True)):
+            return path
+    raise AssertionError("DISPATCH ends with a catch-all row")
+
+
+#: the table evaluated once for every combination of facts (the hot path looks up)
+_DISPATCH_INDEX = {
+    (s, t, m): _first_match((s, t, m))
+    for s in (True, False)
+    for t in (True, False)
+    for m in (True, False)
+}
+
+
+def choose_path(source_none: bool, target_none: bool, magic_matches: bool) -> Path:
+    return _DISPATCH_INDEX[source_none, target_none, magic_matches]
+
+
+class Facts:
+    """What the in-place rules of §1.9 look at."""
+
+    __slots__ = ("first_is_control", "first_magic", "source_codec", "target_codec", "to_magic")
+
+    def __init__(
+        self,
+        source_codec: int,
+        target_codec: int,
+        first_magic: int,
+        to_magic: int,
+        first_is_control: bool,
+    ) -> None:
+        self.source_codec = source_codec
+        self.target_codec = target_codec
+        self.first_magic = first_magic
+        self.to_magic = to_magic
+        self.first_is_control = first_is_control
+
+
+#: §1.9 in-place decision, evaluated top to bottom before the records are read;
+#: a row whose condition holds sets the verdict (later rows override earlier
+#: ones). Rule d (non-consecutive inner offsets -> rebuild) is applied while
+#: the records are walked (collect.py).
+IN_PLACE_RULES: tuple[tuple[str, str, Callable[[Facts], bool], bool | None], ...] = (
+    ("a", "initial: source codec == target codec (levels ignored)", lambda f: True, None),
+    ("b", "first batch magic != toMagic, or toMagic == 0",
+     lambda f: f.first_magic != f.to_magic or f.to_magic == 0, False),
+    ("c", "source NONE and the first batch is a control batch",
+     lambda f: f.source_codec == CompressionType.NONE and f.first_is_control, True),
+)  # fmt: skip
+
+
+def decide_in_place(facts: Facts) -> bool:
+    verdict = facts.source_codec == facts.target_codec
+    for _step, _text, condition, value in IN_PLACE_RULES:
+        if value is not None and condition(facts):
+            verdict = value
+    return verdict
+
+
+def default_decompression_bound(max_message_bytes: int) -> int:
+    return max(MIN_DECOMPRESSION_BOUND, DECOMPRESSION_FACTOR * max_message_bytes)
+
+
+def target_compression(config: TopicConfig, source_codec: int) -> tuple[int, int | None]:
+    """``BrokerCompressionType.targetCompression`` with the topic's level."""
+    name = config.compression_type.lower()
+    if name == "producer":
+        codec = source_codec
+    else:
+        codec = int(CompressionType.for_name(name))
+    if codec == CompressionType.GZIP:
+        return codec, config.compression_gzip_level
+    if codec == CompressionType.LZ4:
+        return codec, config.compression_lz4_level
+    if codec == CompressionType.ZSTD:
+        return codec, config.compression_zstd_level
+    return codec, None
+
+
+def validate_records(
+    records: memoryview,
+    *,
+    topic: str,
+    partition: int,
+    config: TopicConfig,
+    next_offset: int,
+    partition_leader_epoch: int,
+    now_ms: int,
+    produce_version: int,
+    recorder: MetricsRecorder,
+    origin: AppendOrigin = AppendOrigin.CLIENT,
+    max_decompressed_bytes: int | None = None,
+    to_magic: int = MAGIC_V2,
+    zstd_allowed_by_ibp: bool = True,
+    clock_ns: Callable[[], int] = time.perf_counter_ns,
+) -> ValidationResult:
+    """Validate a partition's records and assign offsets from ``next_offset``.
+
+    ``records`` must be writable: it is patched in place when Kafka does so
+    (offsets, leader epoch, max timestamp and CRC of the batch header).
+    ``to_magic`` is always 2 for produce with KRaft; 0/1 are Kafka's older
+    message formats (tests). ``zstd_allowed_by_ibp`` False models an
+    inter.broker.protocol.version < 2.1 (§1.13). Raises the
+    ``broker.errors`` exception of the first failing check (§1.14).
+    """
+    original = records.nbytes
+    if origin is AppendOrigin.CLIENT:
+        check_request_records(records, produce_version)
+    analysis = analyze_records(
+        records, max_message_bytes=config.max_message_bytes, origin=origin, recorder=recorder
+    )
+    now = now_ms
+    if analysis.valid_bytes == 0:
+        return ValidationResult(
+            records[:0], -1, -1, 0, -1, -1, -1, False, original_size_in_bytes=original, now_ms=now
+        )
+    trimmed = records[: analysis.valid_bytes]
+    target, level = target_compression(config, analysis.source_compression_type)
+    result = validate_messages_and_assign_offsets(
+        trimmed,
+        topic_partition=f"{topic}-{partition}",
+        next_offset=next_offset,
+        source_compression_type=analysis.source_compression_type,
+        target_compression_type=target,
+        target_level=level,
+        compacted=config.compacted,
+        to_magic=to_magic,
+        log_append_time=config.log_append_time,
+        timestamp_before_max_ms=config.timestamp_before_max_ms,
+        timestamp_after_max_ms=config.timestamp_after_max_ms,
+        partition_leader_epoch=partition_leader_epoch,
+        origin=origin,
+        now_ms=now,
+        recorder=recorder,
+        max_decompressed_bytes=(
+            max_decompressed_bytes
+            if max_decompressed_bytes is not None
+            else default_decompression_bound(config.max_message_bytes)
+        ),
+        zstd_allowed_by_ibp=zstd_allowed_by_ibp,
+        clock_ns=clock_ns,
+        analysis=analysis,
+    )
+    batches = tuple(batch_infos(result.validated, next_offset, result.num_records))
+    if result.message_size_maybe_changed:
+        for b in batches:
+            if b.size_in_bytes > config.max_message_bytes:
+                raise RecordTooLargeError(
+                    f"Message batch size is {b.size_in_bytes} bytes in append to partition "
+                    f"{topic}-{partition} which exceeds the maximum configured size of "
+                    f"{config.max_message_bytes}."
+                )
+    return ValidationResult(
+        validated_records=result.validated,
+        first_offset=next_offset,
+        last_offset=next_offset + result.num_records - 1,
+        num_records=result.num_records,
+        max_timestamp=result.max_timestamp,
+        shallow_offset_of_max_timestamp=result.shallow_offset_of_max_timestamp,
+        log_append_time_ms=now if config.log_append_time else -1,
+        message_size_maybe_changed=result.message_size_maybe_changed,
+        stats=result.stats,
+        batches=batches,
+        source_compression_type=analysis.source_compression_type,
+        target_compression_type=target,
+        original_size_in_bytes=original,
+        valid_bytes=analysis.valid_bytes,
+        now_ms=now,
+    )
+
+
+def validate_messages_and_assign_offsets(
+    records: memoryview,
+    *,
+    topic_partition: str,
+    next_offset: int,
+    source_compression_type: int,
+    target_compression_type: int,
+    now_ms: int,
+    recorder: MetricsRecorder,
+    target_level: int | None = None,
+    compacted: bool = False,
+    to_magic: int = MAGIC_V2,
+    log_append_time: bool = False,
+    timestamp_before_max_ms: int = LONG_MAX,
+    timestamp_after_max_ms: int = LONG_MAX,
+    partition_leader_epoch: int = -1,
+    origin: AppendOrigin = AppendOrigin.CLIENT,
+    max_decompressed_bytes: int = MIN_DECOMPRESSION_BOUND,
+    zstd_allowed_by_ibp: bool = True,
+    clock_ns: Callable[[], int] = time.perf_counter_ns,
+    analysis: RecordsAnalysis | None = None,
+) -> PathResult:
+    """``LogValidator`` itself (constructor arguments as keywords), without the
+    request and append checks around it: Kafka's LogValidatorTest drives this
+    level. ``analysis`` is the framing already done by ``analyze_records``;
+    without it the entries are framed here (no size or CRC checks, as the
+    validator does not make them)."""
+    if analysis is None:
+        analysis = frame_records(records)
+    ctx = Context(
+        records=records,
+        tp=topic_partition,
+        analysis=analysis,
+        source_codec=source_compression_type,
+        target_codec=target_compression_type,
+        target_level=target_level,
+        compacted=compacted,
+        to_magic=to_magic,
+        log_append_time=log_append_time,
+        before_max=timestamp_before_max_ms,
+        after_max=timestamp_after_max_ms,
+        partition_leader_epoch=partition_leader_epoch,
+        origin=origin,
+        now=now_ms,
+        recorder=recorder,
+        max_decompressed_bytes=max_decompressed_bytes,
+        clock_ns=clock_ns,
+    )
+    return _run(ctx, next_offset, zstd_allowed_by_ibp)
+
+
+def _run(ctx: Context, next_offset: int, zstd_allowed_by_ibp: bool) -> PathResult:
+    a: RecordsAnalysis = ctx.analysis
+    path = choose_path(
+        ctx.source_codec == CompressionType.NONE,
+        ctx.target_codec == CompressionType.NONE,
+        a.all_magic(ctx.to_magic),
+    )
+    if path is Path.IN_PLACE_NON_COMPRESSED:
+        return assign_offsets_non_compressed(ctx, next_offset)
+    if path is Path.CONVERT_NON_COMPRESSED:
+        start = ctx.clock_ns()
+        check_only_one_batch(a.entries, a.first_magic, CompressionType.NONE)
+        plan, _, _ = collect(ctx, False)
+        return rebuild(
+            ctx, plan, next_offset, CompressionType.NONE, uncompressed_size=0, started_ns=start
+        )
+    if ctx.target_codec == CompressionType.ZSTD and not zstd_allowed_by_ibp:
+        raise UnsupportedCompressionTypeError(
+            "Produce requests to inter.broker.protocol.version < 2.1 broker are not allowed "
+            "to use ZStandard compression"
+        )
+    check_only_one_batch(a.entries, a.first_magic, ctx.source_codec)
+    first_is_control = a.first_magic >= MAGIC_V2 and v2.read_header(ctx.records, 0).is_control_batch
+    in_place = decide_in_place(
+        Facts(ctx.source_codec, ctx.target_codec, a.first_magic, ctx.to_magic, first_is_control)
+    )
+    plan, in_place, uncompressed_size = collect(ctx, in_place)
+    if in_place:
+        return finish_compressed_in_place(
+            ctx, next_offset, plan.num_records, plan.max_timestamp, uncompressed_size
+        )
+    return rebuild(
+        ctx,
+        plan,
+        next_offset,
+        ctx.target_codec,
+        uncompressed_size=uncompressed_size,
+        started_ns=None,
+    )

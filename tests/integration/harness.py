@@ -1,0 +1,111 @@
+"""Start the broker as a real subprocess on 127.0.0.1 for integration tests.
+
+``BrokerProcess`` picks free ports, starts ``python -m broker serve`` with
+the test's overrides and the suite's event loop (``BROKER_EVENT_LOOP``),
+waits for ``/readyz``, and stops the process it started by its PID (SIGTERM,
+then SIGKILL after a bound). Its stderr goes to a file the test can read.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+HOST = "127.0.0.1"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+class BrokerProcess:
+    def __init__(self, data_dir: Path, **overrides: object) -> None:
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.metrics_port = free_port()
+        self.overrides: dict[str, str] = {
+            "listeners": f"PLAINTEXT://{HOST}:{self.port}",
+            "metrics.listener": f"{HOST}:{self.metrics_port}",
+            "log.dirs": str(data_dir),
+        }
+        self.overrides.update({k.replace("_", "."): str(v) for k, v in overrides.items()})
+        self.log_path = data_dir.parent / f"broker-{self.port}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{HOST}:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> BrokerProcess:
+        args = [sys.executable, "-m", "broker", "serve"]
+        for key, value in self.overrides.items():
+            args += ["--override", f"{key}={value}"]
+        env = dict(os.environ)
+        env.setdefault("BROKER_EVENT_LOOP", "uvloop")
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"broker exited with {self.proc.returncode}:\n{self.log()}")
+            if self.ready():
+                return self
+            time.sleep(0.05)
+        self.kill()
+        raise RuntimeError(f"broker not ready after {timeout}s:\n{self.log()}")
+
+    def ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(
+                f"http://{HOST}:{self.metrics_port}/readyz", timeout=1
+            ) as r:
+                return bool(r.status == 200)
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            return False
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"http://{HOST}:{self.metrics_port}/metrics", timeout=5) as r:
+            return str(r.read().decode())
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM and wait; returns the exit code (SIGKILL after ``timeout``)."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+        return int(self.proc.returncode)
+
+    def kill(self) -> None:
+        """SIGKILL (crash tests)."""
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+
+    def __enter__(self) -> BrokerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.stop()

@@ -1,0 +1,191 @@
+"""The pure-Python reference and the compiled twin agree: on random valid
+input, and on corrupted input (bit flips, truncations, overwritten fields),
+the same result or the same exception type and message."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from broker.config import TopicConfig
+from broker.errors import KafkaError
+from broker.records import _scan_py, legacy, scan
+from broker.records import batch as v2
+from broker.records.builder import build_v2_batch
+from broker.records.legacy_builder import build_legacy
+from broker.validator import NullRecorder, validate_records
+
+from .strategies import simple_records
+from .twin_switch import using
+
+TWINS = [_scan_py, scan.impl]
+LONG_MAX = 2**63 - 1
+
+
+def _outcome(fn):
+    try:
+        value = fn()
+    except KafkaError as e:
+        return ("raised", type(e).__name__, int(e.code), str(e))
+    return ("ok", value)
+
+
+def _validate(buf, version, config):
+    def run():
+        r = validate_records(
+            memoryview(bytearray(buf)), topic="t", partition=0, config=config, next_offset=5,
+            partition_leader_epoch=1, now_ms=1_700_000_000_000, produce_version=version,
+            recorder=NullRecorder(),
+        )  # fmt: skip
+        return (bytes(r.validated_records), r.num_records, r.max_timestamp,
+                r.shallow_offset_of_max_timestamp, r.message_size_maybe_changed)  # fmt: skip
+
+    return run
+
+
+@st.composite
+def corrupted(draw):
+    magic = draw(st.sampled_from([0, 1, 2]))
+    records = draw(simple_records(with_headers=magic == 2, max_size=6))
+    codec = draw(st.sampled_from([0, 1]))
+    if magic == 2:
+        buf = build_v2_batch(records, compression_type=codec).buffer
+    else:
+        buf = build_legacy(records, magic=magic, compression_type=codec).buffer
+    kind = draw(st.sampled_from(["flip", "truncate", "overwrite", "none"]))
+    if kind == "flip" and buf:
+        i = draw(st.integers(0, len(buf) - 1))
+        buf[i] ^= 1 << draw(st.integers(0, 7))
+    elif kind == "truncate":
+        buf = buf[: draw(st.integers(0, len(buf)))]
+    elif kind == "overwrite" and len(buf) > 4:
+        i = draw(st.integers(0, len(buf) - 4))
+        buf[i : i + 4] = draw(st.binary(min_size=4, max_size=4))
+    if draw(st.booleans()):
+        _fix_crc(buf)  # so the corruption reaches the record walks, not only the CRC check
+    return buf, magic, draw(st.sampled_from(["producer", "gzip", "uncompressed"]))
+
+
+def _fix_crc(buf):
+    if len(buf) < 17:
+        return
+    size = int.from_bytes(buf[8:12], "big", signed=True) + 12
+    if size > len(buf) or size < 26:
+        return
+    if buf[16] == 2 and size >= 61:
+        v2.write_crc(buf, 0, size)
+    elif buf[16] in (0, 1):
+        crc = legacy.compute_crc(buf, 0, size)
+        buf[legacy.RECORD_CRC_OFFSET : legacy.RECORD_CRC_OFFSET + 4] = crc.to_bytes(4, "big")
+
+
+@settings(max_examples=200, deadline=None)
+@given(corrupted())
+def test_validator_twins_agree(case):
+    buf, magic, topic_codec = case
+    version = {0: 0, 1: 2, 2: 9}[magic]
+    config = TopicConfig(compression_type=topic_codec)
+    outcomes = []
+    for twin in TWINS:
+        with using(twin):
+            outcomes.append(_outcome(_validate(buf, version, config)))
+    assert outcomes[0] == outcomes[1]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=200), st.integers(0, 40), st.booleans(), st.booleans(), st.booleans())
+def test_walks_agree_on_random_bytes(data, count, compacted, lat, want):
+    results = []
+    for twin in TWINS:
+        results.append(
+            (
+                _outcome(
+                    lambda t=twin: t.walk_v2(
+                        data,
+                        0,
+                        len(data),
+                        count,
+                        0,
+                        1000,
+                        lat,
+                        5,
+                        1000,
+                        10,
+                        10,
+                        True,
+                        compacted,
+                        want,
+                    )
+                ),
+                _outcome(
+                    lambda t=twin: t.walk_legacy(
+                        data,
+                        0,
+                        len(data),
+                        1,
+                        3,
+                        7,
+                        lat,
+                        1000,
+                        LONG_MAX,
+                        LONG_MAX,
+                        True,
+                        compacted,
+                        bytearray(len(data) * 2 + 64),
+                        0,
+                    )[:-1]
+                ),
+                _outcome(lambda t=twin: t.scan_entries(data, 0, len(data), 1 << 20, True)),
+                _outcome(lambda t=twin: t.read_varint(data, 0, len(data))),
+                _outcome(lambda t=twin: t.read_varlong(data, 0, len(data))),
+                t_crc(twin, data),
+            )
+        )
+    assert results[0] == results[1]
+
+
+def t_crc(twin, data):
+    return twin.crc32(data, 0, len(data))
+
+
+@settings(max_examples=80, deadline=None)
+@given(simple_records(max_size=8), st.integers(0, 1), st.integers(-1, 50), st.booleans())
+def test_encoders_agree(records, to_magic, renumber, lat):
+    buf = build_v2_batch(records, base_offset=7).buffer
+    count = len(records)
+    outs = []
+    for twin in TWINS:
+        out1 = bytearray(len(buf) * 3 + 64)
+        end1 = twin.reencode_v2(buf, 61, len(buf), count, 1000, lat, 77, out1, 0)
+        out2 = bytearray(len(buf) * 3 + 64 * count)
+        res2 = twin.v2_to_legacy(buf, 61, len(buf), count, 7, records[0].timestamp, lat, 77,
+                                 to_magic, renumber, bool(renumber % 2), -(2**63),
+                                 -1 if not lat else 99, True, out2, 0)  # fmt: skip
+        outs.append((bytes(out1[:end1]), res2, bytes(out2[: res2[1]])))
+    assert outs[0] == outs[1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(simple_records(min_size=2, max_size=6), st.integers(0, 60))
+def test_encoders_refuse_a_small_output_buffer_alike(records, room):
+    """Output bounds are checked per record: never a write past the buffer."""
+    buf = build_v2_batch(records).buffer
+    legacy_set = build_legacy([r.__class__(max(r.timestamp, -1), r.key, r.value) for r in records],
+                              magic=1).buffer  # fmt: skip
+    outcomes = []
+    for twin in TWINS:
+        got = []
+        for call in (
+            lambda t=twin: t.reencode_v2(buf, 61, len(buf), len(records), 0, False, 0,
+                                         bytearray(room), 0),
+            lambda t=twin: t.v2_to_legacy(buf, 61, len(buf), len(records), 0, 0, False, 0, 1, 0,
+                                          False, -(2**63), -1, True, bytearray(room), 0),
+            lambda t=twin: t.walk_legacy(legacy_set, 0, len(legacy_set), -1, 0, 0, False, 0,
+                                         LONG_MAX, LONG_MAX, False, False, bytearray(room), 0)[:3],
+        ):  # fmt: skip
+            try:
+                got.append(("ok", call()))
+            except ValueError as e:
+                got.append(("ValueError", str(e)))
+        outcomes.append(got)
+    assert outcomes[0] == outcomes[1]
