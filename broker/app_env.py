@@ -18,7 +18,8 @@ key (Confluent's convention, ``cp-base`` ``env_to_props``)::
 Not configuration, never mapped:
 
 * the process switches the broker reads itself (:data:`PROCESS_SWITCHES`:
-  ``BROKER_NO_EXTENSIONS``, ``BROKER_EVENT_LOOP``, ``BROKER_EXPECT_COMPILED``);
+  ``BROKER_NO_EXTENSIONS``, ``BROKER_EVENT_LOOP``, ``BROKER_LOG_LEVEL``,
+  ``BROKER_EXPECT_COMPILED``);
 * the service-link variables Kubernetes injects for a Service named ``broker``
   (``BROKER_SERVICE_HOST``, ``BROKER_SERVICE_PORT[_<name>]``, ``BROKER_PORT``,
   ``BROKER_PORT_<n>_<TCP|UDP|SCTP>[_PROTO|_PORT|_ADDR]``); the same trap made
@@ -61,6 +62,7 @@ PROCESS_SWITCHES = frozenset(
     {
         "BROKER_NO_EXTENSIONS",  # broker.records.scan: force the pure-Python twin
         "BROKER_EVENT_LOOP",  # uvloop | asyncio
+        "BROKER_LOG_LEVEL",  # broker.app: logging level (INFO)
         "BROKER_EXPECT_COMPILED",  # test guard: fail if the compiled twin did not load
     }
 )

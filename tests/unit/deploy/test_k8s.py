@@ -140,6 +140,9 @@ def test_graceful_shutdown_time() -> None:
     grace = pod()["terminationGracePeriodSeconds"]
     compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
     assert grace >= 60
+    # in-flight requests get shutdown.timeout.ms, then the logs are flushed and closed
+    shutdown_ms = BrokerConfig.from_properties(configmap_properties()).get("shutdown.timeout.ms")
+    assert grace >= shutdown_ms / 1000 + 60
     assert grace == duration_seconds(compose["services"]["broker"]["stop_grace_period"])
     assert "command" not in container() and "args" not in container()  # tini stays PID 1
 
