@@ -35,12 +35,13 @@ from broker.handlers.context import BrokerContext, Endpoint
 from broker.handlers.registry import HandlerRegistry
 from broker.log.errors import LogDirLockedError
 from broker.log.manager import LogManager
-from broker.metrics import BrokerMetrics, LogSample
+from broker.metrics import BrokerMetrics, LogSample, NullMetrics
 from broker.partition.producer_ids import ProducerIdManager
 from broker.partition.replica_manager import ReplicaManager
 from broker.records import scan
 from broker.server.connection import Connection, ConnectionLimits, InflightBudget
 from broker.server.dispatch import Dispatcher
+from broker.server.file_region import write_file_region
 from broker.server.group_commit import GroupCommit
 from broker.server.http import OpsEndpoint
 from broker.server.listener import advertised_host, parse_listeners, start_listener
@@ -75,8 +76,12 @@ class BrokerApp:
             event_loop=event_loop_name(),
             version=__version__,
         )
+        #: what the request path records into (no-ops with metrics.enabled=false)
+        self.meters: BrokerMetrics | NullMetrics = (
+            self.metrics if config.get("metrics.enabled") else NullMetrics(self.metrics)
+        )
         self.log_manager = LogManager(
-            config.log_dirs, config, flush_recorder=self.metrics.flush_recorder
+            config.log_dirs, config, flush_recorder=self.meters.flush_recorder
         )
         self.ops = OpsEndpoint(self.metrics.render)
         self.group_commit = GroupCommit()
@@ -95,7 +100,7 @@ class BrokerApp:
         await loop.run_in_executor(None, self.log_manager.startup)
         self.metrics.log_provider = self._log_samples
         replica_manager = ReplicaManager(
-            self.log_manager, recorder=self.metrics.validator_recorder, time_ms=wall_ms
+            self.log_manager, recorder=self.meters.validator_recorder, time_ms=wall_ms
         )
         floor = max(
             (
@@ -134,17 +139,23 @@ class BrokerApp:
             advertised=Endpoint("", 0),
             log_manager=self.log_manager,
             replica_manager=replica_manager,
-            meters=self.metrics,
+            meters=self.meters,
             durability=self.group_commit,
             producer_ids=producer_ids,
         )
-        dispatcher = Dispatcher(HandlerRegistry(broker), self.metrics)
+        dispatcher = Dispatcher(HandlerRegistry(broker), self.meters)
 
         def factory() -> Connection:
-            conn = Connection(dispatcher, limits, budget, on_close=self._on_close)
+            conn = Connection(
+                dispatcher,
+                limits,
+                budget,
+                write_segment=write_file_region,
+                on_close=self._on_close,
+            )
             self.connections.add(conn)
-            self.metrics.connections.inc()
-            self.metrics.connections_created.inc()
+            self.meters.connections.inc()
+            self.meters.connections_created.inc()
             return conn
 
         self._server, self.bound_port = await start_listener(
@@ -195,7 +206,7 @@ class BrokerApp:
     def _on_close(self, conn: Connection) -> None:
         if conn in self.connections:
             self.connections.discard(conn)
-            self.metrics.connections.dec()
+            self.meters.connections.dec()
 
     # ---- background ticks -------------------------------------------------------------------
 

@@ -695,6 +695,13 @@ BROKER_KEYS: dict[str, ConfigKey] = {
             in_range(0),
         ),
         ConfigKey(
+            "metrics.enabled",
+            ConfigType.BOOLEAN,
+            True,
+            "Record metrics on the request path; false leaves only build info on /metrics"
+            " (benchmarks measure what recording costs with it).",
+        ),
+        ConfigKey(
             "metrics.listener",
             ConfigType.STRING,
             "0.0.0.0:9404",

@@ -18,6 +18,7 @@ from broker.handlers.delete_topics import DeleteTopicsHandler
 from broker.handlers.describe_cluster import DescribeClusterHandler
 from broker.handlers.describe_configs import DescribeConfigsHandler
 from broker.handlers.describe_log_dirs import DescribeLogDirsHandler
+from broker.handlers.fetch import FetchHandler
 from broker.handlers.find_coordinator import FindCoordinatorHandler
 from broker.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
 from broker.handlers.init_producer_id import InitProducerIdHandler
@@ -28,6 +29,7 @@ from broker.handlers.produce import ProduceHandler
 
 HANDLER_CLASSES: tuple[type[RequestHandler], ...] = (
     ProduceHandler,
+    FetchHandler,
     MetadataHandler,
     ApiVersionsHandler,
     InitProducerIdHandler,

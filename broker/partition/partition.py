@@ -18,6 +18,7 @@ log end offset.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import NamedTuple, cast
 
@@ -67,6 +68,8 @@ class Partition:
         self._time_ms = time_ms
         self._max_decompressed_bytes = max_decompressed_bytes
         self._name = f"{topic}-{partition}"
+        #: one-shot callbacks run after the next successful append (long-poll fetches)
+        self._append_listeners: list[Callable[[], None]] = []
         # Partition.makeLeader: a new leader's epoch starts at its log end offset
         # (UnifiedLog.maybeAssignEpochStartOffset), so OffsetForLeaderEpoch and
         # ListOffsets know epoch 0 before the first append, as on Kafka. A cache
@@ -78,6 +81,24 @@ class Partition:
 
     def __repr__(self) -> str:
         return f"Partition({self._name})"
+
+    # ---- watchers -----------------------------------------------------------------------------
+
+    def add_append_listener(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once, after the next append that adds records
+        (Kafka's delayed-fetch purgatory is keyed the same way)."""
+        self._append_listeners.append(callback)
+
+    def remove_append_listener(self, callback: Callable[[], None]) -> None:
+        with contextlib.suppress(ValueError):  # already fired
+            self._append_listeners.remove(callback)
+
+    def _notify_appended(self) -> None:
+        listeners, self._append_listeners = self._append_listeners, []
+        for callback in listeners:
+            callback()
+
+    # ---- append -----------------------------------------------------------------------------
 
     def append_records_as_leader(self, records: memoryview, produce_version: int) -> AppendOutcome:
         """Validate and append ``records`` (a writable view into the request).
@@ -119,6 +140,8 @@ class Partition:
                     duplicate=True,
                 )
             appended = log.commit_append(pending)
+        if self._append_listeners:
+            self._notify_appended()
         return AppendOutcome(
             appended.first_offset,
             appended.last_offset,

@@ -68,10 +68,8 @@ class FrameHandler(Protocol):
     def handle_frame(self, frame: memoryview, conn: Connection) -> Outcome: ...
 
 
-class SegmentWriter(Protocol):
-    """Writes one non-bytes segment (e.g. a file slice) to a transport."""
-
-    def __call__(self, transport: asyncio.WriteTransport, segment: Any) -> None: ...
+#: writes one non-bytes segment (e.g. a file region) to a transport
+SegmentWriter = Callable[[asyncio.WriteTransport, object], None]
 
 
 class InflightBudget:

@@ -1,6 +1,10 @@
-"""A broker without sockets: real logs and partitions in a temporary dir, the
-real registry and dispatcher, requests encoded and responses decoded by the
-protocol layer, so every call crosses the version-specific codecs.
+"""A broker without sockets for the admin-API tests: real logs and partitions
+in a temporary dir, the real registry and dispatcher, requests encoded and
+responses decoded by the protocol layer, so every call crosses the
+version-specific codecs. Unlike ``conftest.InProcessBroker`` it takes the node
+id and cluster id from the configuration and the log dirs (DescribeCluster,
+DescribeConfigs of the broker resource), and offers topic creation and
+appends with chosen timestamps.
 
     with AdminBroker(tmp_path) as b:
         resp = b.call(5, CreateTopicsRequest(topics=[...]))
@@ -25,23 +29,10 @@ from broker.records.builder import build_v2_batch
 from broker.records.record import SimpleRecord
 from broker.server.dispatch import Dispatcher
 from broker.server.group_commit import GroupCommit
+from tests.unit.handlers.conftest import FakeConnection, frame_bytes
 
 HOST = "127.0.0.1"
 PORT = 19092
-
-
-class FakeConnection:
-    """The connection a request came on (``ConnectionInfo``)."""
-
-    peer = "127.0.0.1:50000"
-
-    def __init__(self) -> None:
-        self.client_software_name: str | None = None
-        self.client_software_version: str | None = None
-        self.closed = False
-
-    def close(self) -> None:
-        self.closed = True
 
 
 class AdminBroker:
@@ -83,7 +74,7 @@ class AdminBroker:
         frame = b"".join(bytes(s) for s in encoded.segments)[4:]
         segments = self.dispatcher.handle_frame(memoryview(frame), self.connection)
         assert isinstance(segments, list), segments
-        response = b"".join(bytes(s) for s in segments)
+        response = frame_bytes(segments)
         got, body = decode_response(api_key, version, response[4:])
         assert got == correlation
         return body

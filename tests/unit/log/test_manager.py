@@ -234,3 +234,25 @@ def test_unknown_folder_in_a_log_dir_stops_startup(tmp_path: Path) -> None:
     manager = LogManager([tmp_path / "d"])
     manager.startup()
     manager.shutdown()
+
+
+def test_a_deleted_partition_keeps_its_descriptors_until_removed(tmp_path: Path) -> None:
+    clock = MockTime()
+    manager = LogManager([tmp_path / "d"], time_ms=clock)
+    manager.startup()
+    manager.create_topic("gone", 1, {"file.delete.delay.ms": 1000})
+    tp = TopicPartition("gone", 0)
+    fill(manager, tp, 3)
+    log = manager.get_log(tp)
+    assert log is not None
+    info = log.read(0, 10_000)
+    assert info.records is not None
+    manager.delete_topic("gone")
+    # a fetch that got its slice before the deletion can still send it
+    assert info.records.read()[:8] == (0).to_bytes(8, "big")
+    with pytest.raises(KafkaStorageError):
+        log.read(0, 100)
+    clock.sleep(1000)
+    manager.delete_expired_files()
+    assert not [p for p in (tmp_path / "d").iterdir() if p.is_dir()]
+    manager.shutdown()

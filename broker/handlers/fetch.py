@@ -1,0 +1,360 @@
+"""Fetch (key 1), versions 0-16.
+
+Behaviour (``KafkaApis.handleFetchRequest``, ``ReplicaManager.fetchMessages``,
+``DelayedFetch``):
+- Per partition, in request order: unknown topic or partition ->
+  UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID for an unknown id, v13+);
+  a current_leader_epoch (v9+) below ours -> FENCED_LEADER_EPOCH, above ->
+  UNKNOWN_LEADER_EPOCH; a fetch offset below the log start offset or past
+  the log end offset -> OFFSET_OUT_OF_RANGE, with high watermark and log
+  start offset filled so the consumer can reset.
+- Reads go up to the high watermark (= log end offset: one replica) and
+  return whole stored batches as a file region, written to the socket from
+  a memory map of the segment without copying them into Python objects
+  (``broker/server/file_region.py``). Limits as Kafka: ``partition_max_bytes``
+  per partition, ``max_bytes`` (v3+) for the response, and the first
+  partition with data always returns at least one whole batch (v3+;
+  v0-v2 keep the old hard limit).
+- v0-v3 consumers cannot read v2 batches: the batches are down-converted to
+  magic 0 (v0-v1) or 1 (v2-v3) with the v0/v1 builder, bounded by the
+  partition's max bytes, and counted as Kafka counts them
+  (FetchMessageConversions per topic and per client software, the request's
+  conversion time and temporary memory). ``message.downconversion.enable=false``
+  answers UNSUPPORTED_VERSION for such a partition; zstd batches cannot be
+  down-converted (UNSUPPORTED_COMPRESSION_TYPE).
+- min_bytes / max_wait_ms: when fewer than min_bytes are ready (and nothing
+  failed), the request parks without polling: every fetched partition wakes
+  it on its next append, it re-reads, and answers once min_bytes are there
+  or max_wait_ms has passed (then with what there is, possibly nothing).
+- isolation_level read_committed: this broker has no transactions, so the
+  last stable offset is the high watermark and aborted_transactions is
+  empty, exactly what Kafka answers for a log without transactions.
+- Fetch sessions (KIP-227, v7+): this broker keeps none. A full fetch is
+  answered with session_id 0, which tells clients to send full fetches;
+  an incremental fetch of an unknown session gets FETCH_SESSION_ID_NOT_FOUND.
+- Meters: TotalFetchRequests per partition read, BytesOut per partition
+  answered, FailedFetchRequests for unexpected failures (ours).
+
+Version notes:
+- v1+: throttle_time_ms. v3+: max_bytes. v4+: isolation_level,
+  last_stable_offset, aborted_transactions; stored batches returned as they
+  are. v5+: log_start_offset. v7+: sessions, top-level error_code. v9+:
+  current_leader_epoch. v11+: rack_id, preferred_read_replica (-1). v12+:
+  flexible, tagged diverging_epoch/current_leader. v13+: topic ids instead
+  of names. v15+: replica_state replaces replica_id. v16: node_endpoints
+  (tagged, only with NOT_LEADER_OR_FOLLOWER, which one broker never answers).
+  v17 (KIP-853 directory ids) is not served: brokers-only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from broker.errors import ErrorCode, KafkaError
+from broker.handlers.base import Reply, RequestHandler
+from broker.handlers.context import RequestContext, TopicMeters
+from broker.handlers.file_region import FileRegion
+from broker.log.segment import FetchDataInfo
+from broker.partition.partition import LEADER_EPOCH, Partition
+from broker.protocol.data import Data
+from broker.protocol.messages import FetchResponse
+from broker.records.batch import MAGIC_V0, MAGIC_V1
+from broker.records.downconvert import down_convert
+from broker.records.entries import iter_file_entries
+
+log = logging.getLogger(__name__)
+
+READ_COMMITTED = 1
+ZERO_UUID = uuid.UUID(int=0)
+#: Kafka's FetchMetadata.INITIAL_EPOCH / FINAL_EPOCH
+INITIAL_EPOCH = 0
+FINAL_EPOCH = -1
+
+
+def down_convert_magic(version: int) -> int | None:
+    """``KafkaApis``: Fetch v0-v1 read magic 0, v2-v3 magic 1, v4+ anything."""
+    if version <= 1:
+        return MAGIC_V0
+    if version <= 3:
+        return MAGIC_V1
+    return None
+
+
+@dataclass
+class _Wanted:
+    """One requested partition and where its answer goes."""
+
+    topic: str
+    topic_id: uuid.UUID
+    index: int
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int
+    partition: Partition | None
+    error: ErrorCode | None  # decided before any read
+
+
+class FetchHandler(RequestHandler):
+    API_KEY = 1
+    MIN_VERSION = 0
+    MAX_VERSION = 16
+
+    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+        version = ctx.header.api_version
+        if (
+            version >= 7
+            and request.session_id != 0
+            and request.session_epoch
+            not in (
+                INITIAL_EPOCH,
+                FINAL_EPOCH,
+            )
+        ):
+            ctx.count_error(ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+            return FetchResponse(
+                error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0, responses=[]
+            )
+        wanted = self._resolve(request, version)
+        response, total, failed = self._read_all(ctx, request, wanted, version)
+        max_wait_ms = request.max_wait_ms
+        if failed or total >= request.min_bytes or max_wait_ms <= 0:
+            self._account(ctx, response)
+            return response
+        return self._long_poll(ctx, request, wanted, version=version, timeout_s=max_wait_ms / 1000)
+
+    # ---- resolving what is asked -------------------------------------------------------------
+
+    def _resolve(self, request: Data, version: int) -> list[_Wanted]:
+        rm = self.broker.replica_manager
+        log_manager = self.broker.log_manager
+        out: list[_Wanted] = []
+        for topic in request.topics:
+            topic_id = ZERO_UUID
+            name: str | None
+            if version >= 13:
+                topic_id = topic.topic_id
+                name = log_manager.topic_for_id(topic_id.bytes)
+            else:
+                name = topic.topic
+            for p in topic.partitions:
+                error: ErrorCode | None = None
+                partition = None
+                if name is None:
+                    error = ErrorCode.UNKNOWN_TOPIC_ID
+                else:
+                    partition = rm.get_partition(name, p.partition)
+                    if partition is None:
+                        error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    elif version >= 9 and p.current_leader_epoch != -1:
+                        if p.current_leader_epoch < LEADER_EPOCH:
+                            error = ErrorCode.FENCED_LEADER_EPOCH
+                        elif p.current_leader_epoch > LEADER_EPOCH:
+                            error = ErrorCode.UNKNOWN_LEADER_EPOCH
+                out.append(
+                    _Wanted(
+                        name or "",
+                        topic_id,
+                        p.partition,
+                        p.fetch_offset,
+                        p.partition_max_bytes,
+                        p.current_leader_epoch,
+                        partition,
+                        error,
+                    )
+                )
+        return out
+
+    # ---- reading -------------------------------------------------------------------------------
+
+    def _read_all(
+        self, ctx: RequestContext, request: Data, wanted: list[_Wanted], version: int
+    ) -> tuple[Data, int, bool]:
+        """One pass over every partition: (response, bytes of records, any error)."""
+        budget = request.max_bytes if version >= 3 else 2**31 - 1
+        min_one_message = version >= 3  # v0-v2: hard max bytes limit
+        read_committed = version >= 4 and request.isolation_level == READ_COMMITTED
+        magic = down_convert_magic(version)
+        meters = self.broker.meters
+        by_topic: dict[tuple[str, uuid.UUID], list[Data]] = {}
+        total = 0
+        failed = False
+        ctx.conversions_time_ns = 0
+        ctx.temporary_memory_bytes = 0
+        for w in wanted:
+            part_resp = self._read_one(
+                ctx,
+                w,
+                limit=min(w.max_bytes, budget),
+                min_one_message=min_one_message,
+                read_committed=read_committed,
+                magic=magic,
+                meters=meters.topic(w.topic) if w.partition is not None else None,
+            )
+            size = len(part_resp.records)
+            if size:
+                total += size
+                budget = max(budget - size, 0)
+                min_one_message = False
+            if part_resp.error_code != ErrorCode.NONE:
+                failed = True
+            by_topic.setdefault((w.topic, w.topic_id), []).append(part_resp)
+        responses = [
+            FetchResponse.FetchableTopicResponse(topic=t, topic_id=tid, partitions=parts)
+            for (t, tid), parts in by_topic.items()
+        ]
+        return (
+            FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses),
+            total,
+            failed,
+        )
+
+    def _read_one(
+        self,
+        ctx: RequestContext,
+        w: _Wanted,
+        *,
+        limit: int,
+        min_one_message: bool,
+        read_committed: bool,
+        magic: int | None,
+        meters: TopicMeters | None,
+    ) -> Data:
+        partition = w.partition
+        if w.error is not None or partition is None:
+            return self._error(w.index, w.error or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1)
+        lg = partition.log
+        hw = lg.high_watermark
+        assert meters is not None
+        meters.fetch_requests.inc()
+        try:
+            info = lg.read(w.fetch_offset, max(limit, 0), min_one_message, hw)
+            records: object = b""
+            if info.records is not None and info.records.size > 0:
+                records = self._records_for(ctx, w, info, magic=magic, meters=meters, limit=limit)
+        except KafkaError as exc:
+            code = exc.code
+            if code != ErrorCode.OFFSET_OUT_OF_RANGE:
+                log.debug("fetch from %s failed: %s", partition, exc)
+            return self._error(w.index, code, hw, lg.log_start_offset)
+        except Exception:
+            log.exception("unexpected error fetching from %s", partition)
+            meters.failed_fetch_requests.inc()
+            return self._error(w.index, ErrorCode.UNKNOWN_SERVER_ERROR, hw, lg.log_start_offset)
+        return FetchResponse.PartitionData(
+            partition_index=w.index,
+            error_code=ErrorCode.NONE,
+            high_watermark=hw,
+            last_stable_offset=hw,
+            log_start_offset=lg.log_start_offset,
+            aborted_transactions=[] if read_committed else None,
+            preferred_read_replica=-1,
+            records=records,
+        )
+
+    def _records_for(
+        self,
+        ctx: RequestContext,
+        w: _Wanted,
+        info: FetchDataInfo,
+        *,
+        magic: int | None,
+        meters: TopicMeters,
+        limit: int,
+    ) -> object:
+        region = info.records
+        assert region is not None
+        if magic is None:
+            # v4+: the stored batches as they are, written from the file
+            return FileRegion(region.fd, region.position, region.size)
+        data = os.pread(region.fd, region.size, region.position)
+        if not any(e.magic > magic for e in iter_file_entries(data)):
+            return data  # already old enough (``hasMatchingMagic``)
+        partition = w.partition
+        assert partition is not None
+        if not partition.log.config.message_downconversion_enable:
+            raise _DownConversionDisabled()
+        converted = down_convert(data, magic, w.fetch_offset, max_bytes=max(limit, 1))
+        stats = converted.stats
+        if stats.num_records_converted > 0:
+            meters.fetch_message_conversions.inc(stats.num_records_converted)
+            conn = ctx.connection
+            self.broker.meters.client_conversions(
+                "Fetch", conn.client_software_name, conn.client_software_version
+            ).inc(stats.num_records_converted)
+            ctx.conversions_time_ns = stats.conversion_time_nanos
+        ctx.temporary_memory_bytes = stats.temporary_memory_bytes
+        return converted.records
+
+    @staticmethod
+    def _error(index: int, code: ErrorCode, hw: int, log_start: int) -> Data:
+        return FetchResponse.PartitionData(
+            partition_index=index,
+            error_code=code,
+            high_watermark=hw,
+            last_stable_offset=hw,
+            log_start_offset=log_start,
+            aborted_transactions=None,
+            preferred_read_replica=-1,
+            records=b"",
+        )
+
+    # ---- long poll -------------------------------------------------------------------------
+
+    async def _long_poll(
+        self,
+        ctx: RequestContext,
+        request: Data,
+        wanted: list[_Wanted],
+        *,
+        version: int,
+        timeout_s: float,
+    ) -> Data:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        partitions = {id(w.partition): w.partition for w in wanted if w.partition is not None}
+        while True:
+            woken = asyncio.Event()
+            wake: Callable[[], None] = woken.set
+            for p in partitions.values():
+                assert p is not None
+                p.add_append_listener(wake)
+            try:
+                remaining = deadline - loop.time()
+                if remaining > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(woken.wait(), remaining)
+            finally:
+                for p in partitions.values():
+                    assert p is not None
+                    p.remove_append_listener(wake)
+            response, total, failed = self._read_all(ctx, request, wanted, version)
+            if failed or total >= request.min_bytes or loop.time() >= deadline:
+                self._account(ctx, response)
+                return response
+
+    # ---- bookkeeping -----------------------------------------------------------------------
+
+    def _account(self, ctx: RequestContext, response: Data) -> None:
+        """Error counts and BytesOut, once per answered request."""
+        meters = self.broker.meters
+        for topic in response.responses:
+            for p in topic.partitions:
+                ctx.count_error(p.error_code)
+                size = len(p.records) if p.records is not None else 0
+                if size and topic.topic:
+                    meters.topic(topic.topic).bytes_out.inc(size)
+
+
+class _DownConversionDisabled(KafkaError):
+    """``message.downconversion.enable=false`` and an old consumer (UNSUPPORTED_VERSION)."""
+
+    error_code = ErrorCode.UNSUPPORTED_VERSION
+
+    def __init__(self) -> None:
+        super().__init__("Down-conversion is disabled for this topic")
