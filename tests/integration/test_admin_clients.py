@@ -6,18 +6,19 @@ configs, describe them (values, sources, synonyms), alter them
 (incremental and legacy), grow and delete them, and list offsets. One
 broker serves the module (each test uses its own topics); the restart test
 starts its own. Records are produced with kafka-python (magic 2: it infers
-the broker's version from ApiVersions), since librdkafka only produces v2
-batches to a broker that also serves Fetch v4+.
+the broker's version from ApiVersions); librdkafka produces v2 batches only
+to a broker that serves Fetch v4+, which the last test relies on.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 import warnings
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaException
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import (
     AdminClient,
@@ -510,3 +511,50 @@ def test_configs_and_offsets_survive_a_restart(tmp_path):
             admin.list_offsets({CTopicPartition("kept", 1): OffsetSpec.for_timestamp(15)})
         ).values()
         assert (info.offset, info.timestamp) == (1, 20)
+
+
+# ---- consumers that assign partitions themselves need no coordinator -------------------------------
+
+
+def test_manually_assigned_consumers_read_without_a_coordinator(admin, broker):
+    topic = name("assigned")
+    assert wait_all(admin.create_topics([NewTopic(topic, 1, 1)], operation_timeout=TIMEOUT)) == {
+        topic: None
+    }
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    for i in range(6):
+        producer.produce(topic, value=b"m%d" % i, partition=0, timestamp=10_000 + i)
+    assert producer.flush(TIMEOUT) == 0
+
+    # librdkafka: group.id is required to make a consumer, but assign() joins no group; the
+    # start position comes from ListOffsets (OFFSET_BEGINNING) or offsets_for_times
+    consumer = Consumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": name("g"), "enable.auto.commit": False}
+    )
+    try:
+        [start] = consumer.offsets_for_times([CTopicPartition(topic, 0, 10_003)], timeout=TIMEOUT)
+        assert start.offset == 3
+        consumer.assign([CTopicPartition(topic, 0, OFFSET_BEGINNING)])
+        values = []
+        deadline = time.monotonic() + TIMEOUT
+        while len(values) < 6 and time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is not None:
+                assert message.error() is None, message.error()
+                values.append((message.offset(), message.value(), message.leader_epoch()))
+        assert values == [(i, b"m%d" % i, 0) for i in range(6)]
+    finally:
+        consumer.close()
+
+    kconsumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, enable_auto_commit=False)
+    try:
+        tp = KTopicPartition(topic, 0)
+        kconsumer.assign([tp])
+        kconsumer.seek(tp, kconsumer.offsets_for_times({tp: 10_004})[tp].offset)
+        read = []
+        deadline = time.monotonic() + TIMEOUT
+        while len(read) < 2 and time.monotonic() < deadline:
+            read += [(r.offset, r.value) for r in kconsumer.poll(timeout_ms=500).get(tp, [])]
+        assert read == [(4, b"m4"), (5, b"m5")]
+    finally:
+        kconsumer.close()
