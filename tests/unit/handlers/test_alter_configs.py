@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.errors import ErrorCode
+from broker.errors import ErrorCode, RecordTooLargeError
 from broker.log.files import TopicPartition
 from broker.protocol.messages import AlterConfigsRequest, IncrementalAlterConfigsRequest
 from broker.records.batch import CompressionType, TimestampType
@@ -343,3 +343,19 @@ def test_incremental_resources_fail_alone(broker):
     ]
     assert overrides(broker)["retention.ms"] == "2000"
     assert overrides(broker, "u") == {}
+
+
+def test_segment_bytes_and_max_message_bytes_apply_to_the_next_append(broker):
+    broker.append("t", 1, [broker.now])
+    log = broker.log_manager.get_log(TopicPartition("t", 1))
+    assert log.number_of_segments == 1
+    [result] = incremental(
+        broker,
+        1,
+        (TOPIC, "t", [("segment.bytes", SET, "100"), ("max.message.bytes", SET, "200")]),
+    )
+    assert result[2] == 0
+    broker.append("t", 1, [broker.now])  # 83 + 83 bytes > 100: rolls first
+    assert log.number_of_segments == 2
+    with pytest.raises(RecordTooLargeError):
+        broker.append("t", 1, [broker.now] * 10)
