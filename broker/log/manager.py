@@ -442,12 +442,15 @@ class LogManager:
     # ---- ticks ----------------------------------------------------------------------------------
 
     def cleanup_logs(self) -> int:
-        """Retention for every non-compacted log (owner thread); segments deleted."""
-        total = 0
-        for log in self.all_logs():
-            if not log.config.compacted:
-                total += log.delete_old_segments()
-        return total
+        """Retention for every log (owner thread); segments deleted.
+
+        Kafka's ``cleanupLogs`` leaves compacted logs to the log cleaner, which
+        applies retention to ``compact,delete`` logs after cleaning. No
+        cleaner runs here, so every log goes through ``delete_old_segments``,
+        which applies size and time retention only when ``delete`` is in the
+        policy (``compact`` alone keeps every segment).
+        """
+        return sum(log.delete_old_segments() for log in self.all_logs())
 
     def flush_dirty_logs(self, now_ms: int | None = None) -> int:
         """Flush logs past ``flush.ms`` and logs with a roll waiting for its flush."""
