@@ -1,29 +1,25 @@
-"""FindCoordinator (key 10), versions 0-6: served so clients see this broker's real
-feature set, answered with "no coordinator here".
+"""FindCoordinator (key 10), versions 0-6.
 
-Why it is served at all: librdkafka derives its feature flags from the
-ApiVersions answer, and its LZ4 flag depends on FindCoordinator v0 being
-advertised (``rdkafka_feature.c``: "LZ4 ... GroupCoordinator was released in
-0.8.2"). A broker that does not list FindCoordinator makes every librdkafka
-producer configured with ``compression.type=lz4`` silently send uncompressed
-batches (``rd_kafka_msgset_writer_select_MsgVersion`` drops the codec).
+This broker has no group coordinator and no transaction coordinator: it
+keeps no consumer groups, no committed offsets and no transactions. Every
+key is answered COORDINATOR_NOT_AVAILABLE with a message saying so
+(v1+), node id -1, host "" and port -1 (``Node.noNode``), which is what a
+Kafka broker answers while a coordinator is not available. Clients that
+need a coordinator (``group.id`` with subscribe or committed offsets,
+transactional producers) retry and eventually time out with that message;
+consumers that assign partitions themselves and keep their own positions
+work without one. See docs/operations.md "What this broker does not do".
 
-Behaviour: this broker has no group or transaction coordinator, so every key
-is refused with a non-retriable error and a message saying so, as
-InitProducerId refuses transactional ids (docs/deviations.md): a consumer
-that subscribes with a group.id, or a transactional producer, fails at once
-with a clear reason instead of retrying COORDINATOR_NOT_AVAILABLE forever.
+Behaviour (``KafkaApis.getCoordinator``):
+- key_type 0 (group) and 1 (transaction): COORDINATOR_NOT_AVAILABLE.
+- key_type 2 (share group, v6+): COORDINATOR_NOT_AVAILABLE, as Kafka 3.9;
+  before v6 -> INVALID_REQUEST. Any other key type -> INVALID_REQUEST
+  ("Unknown coordinator type received").
 
-- key_type 0 (group) -> GROUP_AUTHORIZATION_FAILED
-- key_type 1 (transaction) -> TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-- any other key_type -> INVALID_REQUEST (Kafka: "Unsupported key type")
-
-Coordinator fields of an error answer are Kafka's: node_id -1, host "",
-port -1 (``FindCoordinatorResponse.prepareErrorResponse``).
-
-Version notes: v1+ key_type, throttle_time_ms and error_message; v3+
-flexible; v4+ a batch of keys (``coordinator_keys``) answered one
-``coordinators`` entry each; v6 adds the share-group key type.
+Version notes:
+- v0: one group key. v1+: key_type, error_message, throttle_time_ms. v3+:
+  flexible. v4+: a batch of keys answered one coordinator each. v5: may
+  answer TRANSACTION_ABORTABLE (never here). v6: share groups (KIP-932).
 """
 
 from __future__ import annotations
@@ -34,24 +30,29 @@ from broker.handlers.context import RequestContext
 from broker.protocol.data import Data
 from broker.protocol.messages import FindCoordinatorResponse
 
-GROUP_KEY_TYPE = 0
-TRANSACTION_KEY_TYPE = 1
+GROUP = 0
+TRANSACTION = 1
+SHARE = 2
+_NO_COORDINATOR = {
+    GROUP: (
+        "This broker has no group coordinator: consumer groups and committed offsets are not "
+        "supported. Assign partitions to the consumer yourself (no group.id / manual assign)."
+    ),
+    TRANSACTION: (
+        "This broker has no transaction coordinator: transactions are not supported. Produce "
+        "without a transactional.id."
+    ),
+    SHARE: "This broker has no share coordinator: share groups are not supported.",
+}
 
 
-def refusal(key_type: int) -> tuple[ErrorCode, str]:
-    if key_type == GROUP_KEY_TYPE:
-        return (
-            ErrorCode.GROUP_AUTHORIZATION_FAILED,
-            "This broker has no group coordinator: consumer groups are not supported. "
-            "Assign partitions to the consumer instead of subscribing with a group.id.",
-        )
-    if key_type == TRANSACTION_KEY_TYPE:
-        return (
-            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            "This broker has no transaction coordinator: transactions are not supported. "
-            "Produce without a transactional.id.",
-        )
-    return ErrorCode.INVALID_REQUEST, f"Unsupported key type {key_type}"
+def coordinator_error(key_type: int, version: int) -> tuple[ErrorCode, str]:
+    if key_type == SHARE and version < 6:
+        return ErrorCode.INVALID_REQUEST, "Share group coordinators need FindCoordinator v6+"
+    message = _NO_COORDINATOR.get(key_type)
+    if message is None:
+        return ErrorCode.INVALID_REQUEST, f"Unknown coordinator type received: {key_type}"
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE, message
 
 
 class FindCoordinatorHandler(RequestHandler):
@@ -61,29 +62,18 @@ class FindCoordinatorHandler(RequestHandler):
 
     def handle(self, ctx: RequestContext, request: Data) -> Reply:
         version = ctx.header.api_version
-        key_type = request.key_type if version >= 1 else GROUP_KEY_TYPE
-        code, message = refusal(key_type)
-        if version >= 4:
-            keys = list(request.coordinator_keys)
-            ctx.count_error(code, len(keys))
+        code, message = coordinator_error(request.key_type if version >= 1 else GROUP, version)
+        if version < 4:
+            ctx.count_error(code)
             return FindCoordinatorResponse(
-                coordinators=[
-                    FindCoordinatorResponse.Coordinator(
-                        key=key,
-                        node_id=-1,
-                        host="",
-                        port=-1,
-                        error_code=code,
-                        error_message=message,
-                    )
-                    for key in keys
-                ]
+                error_code=code, error_message=message, node_id=-1, host="", port=-1
             )
-        ctx.count_error(code)
-        return FindCoordinatorResponse(
-            error_code=code,
-            error_message=message if version >= 1 else None,
-            node_id=-1,
-            host="",
-            port=-1,
-        )
+        coordinators = []
+        for key in request.coordinator_keys:
+            ctx.count_error(code)
+            coordinators.append(
+                FindCoordinatorResponse.Coordinator(
+                    key=key, node_id=-1, host="", port=-1, error_code=code, error_message=message
+                )
+            )
+        return FindCoordinatorResponse(coordinators=coordinators)
