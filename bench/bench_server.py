@@ -29,7 +29,10 @@ in records and in time.
     writing).
 
 Each measurement is the best of a few bounded rounds (``bench/common.py``
-explains why the minimum time is kept on a shared 2-core machine).
+explains why the minimum time is kept on a shared 2-core machine); dirty
+pages are written back before every round (:func:`settle`), since past
+~2 GB of dirty page cache the kernel makes every writer several times
+slower.
 """
 
 from __future__ import annotations
@@ -64,6 +67,15 @@ CONFLUENT_SECONDS = 20.0
 LOADGEN_REQUESTS = 300
 LOADGEN_ROUNDS = 5
 LOADGEN_WINDOW = 4
+
+
+def settle() -> None:
+    """Write back every dirty page before a measured round (not timed). Past
+    about 2 GB of dirty page cache (dirty_background_ratio on this 24 GB
+    machine) the kernel throttles writers and a writer's CPU per 1 MB append
+    rose 4-5x (0.7 -> 3.1-3.7 ms, measured): without this, whichever round
+    happens to cross that line looks several times slower."""
+    os.sync()
 
 
 def free_port() -> int:
@@ -243,8 +255,11 @@ def confluent_round(port: int, topic: str, acks: int) -> dict[str, float]:
 
 def best_confluent(port: int, topic: str, acks: int) -> dict[str, float]:
     create_topic(port, topic)
+    rounds = []
     with on_client_cpu():
-        rounds = [confluent_round(port, topic, acks) for _ in range(ROUNDS)]
+        for _ in range(ROUNDS):
+            settle()
+            rounds.append(confluent_round(port, topic, acks))
     return max(rounds, key=lambda r: r["rate"])
 
 
@@ -294,6 +309,7 @@ def best_loadgen(port: int, server: Server, topic: str, acks: int) -> dict[str, 
     create_topic(port, topic)
     rounds = []
     for _ in range(LOADGEN_ROUNDS):
+        settle()
         before = server.cpu_seconds()
         result = loadgen_round(port, topic, acks)
         result["cpu_ms"] = (server.cpu_seconds() - before) * 1000 / (result["requests"] + 20)
@@ -366,6 +382,7 @@ def disk_ceiling(tmp: Path) -> float:
     best = 0.0
     path = tmp / "disk-ceiling"
     for _ in range(LOADGEN_ROUNDS):
+        settle()
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             start = time.perf_counter()
@@ -435,7 +452,9 @@ def run_all(report: Report, tmp: Path) -> None:
         sink_rounds, broker_rounds = [], []
         with on_client_cpu():
             for _ in range(ROUNDS):
+                settle()
                 sink_rounds.append(confluent_round(sink_port, "c1", 1))
+                settle()
                 broker_rounds.append(confluent_round(broker_port, "c1", 1))
     on_sink = max(sink_rounds, key=lambda r: r["rate"])
     on_broker = max(broker_rounds, key=lambda r: r["rate"])
@@ -462,13 +481,16 @@ def run_all(report: Report, tmp: Path) -> None:
             dispatched.round()
             socket_rounds, inproc_rounds, dispatch_rounds = [], [], []
             for _ in range(LOADGEN_ROUNDS):
+                settle()
                 before = server.cpu_seconds()
                 result = loadgen_round(port, "lg", 1)
                 result["cpu_ms"] = (
                     (server.cpu_seconds() - before) * 1000 / (result["requests"] + 20)
                 )
                 socket_rounds.append(result)
+                settle()
                 inproc_rounds.append(inproc.round())
+                settle()
                 dispatch_rounds.append(dispatched.round())
     finally:
         inproc.close()
