@@ -15,9 +15,10 @@ in records and in time.
     ingest + validate + append of the same requests in this process without
     sockets: a copy of the frame into one reused buffer (what the kernel does
     at best), header and body decoding, ``Partition.append_records_as_leader``
-    (goal >= 0.65x). Also
-    shown: the same requests through the whole in-process dispatcher
-    (handler, metrics, response encoding), to split socket from handler costs.
+    (goal >= 0.65x); rounds alternate between the two. Also shown: the same
+    requests through the whole in-process dispatcher (handler, metrics,
+    response encoding), and CPU per request of each, which the other tenants
+    of a shared machine disturb far less than throughput.
 (3) acks=all (group commit, fsync before the answer) against acks=1, with
     per-request p50/p99 latency: the load generator as in (2), and
     confluent-kafka with per-message latency from its delivery reports
