@@ -23,6 +23,7 @@ acknowledges what it has not written and that recovery keeps what it wrote
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from pathlib import Path
@@ -31,7 +32,13 @@ import pytest
 
 from broker.log.manager import LogManager
 from tests.integration.harness import BrokerProcess
-from tests.integration.load import ConfluentLoad, RawLoad, acknowledged, check_acknowledged
+from tests.integration.load import (
+    Acked,
+    ConfluentLoad,
+    RawLoad,
+    acknowledged,
+    check_acknowledged,
+)
 from tests.integration.wire import RawClient, create_topics_on_disk, fetch_records, stored_records
 
 pytestmark = pytest.mark.integration
@@ -76,36 +83,52 @@ def test_sigkill_under_acks_all_load_loses_nothing_acknowledged(tmp_path: Path) 
     )
     rng = random.Random(20241125)
     acked_all = []
-    for round_no in range(ROUNDS):
-        broker = BrokerProcess(data).start()
-        confluent = ConfluentLoad(broker.bootstrap, TOPIC, PARTITIONS, f"c{round_no}")
-        raw = RawLoad(broker.port, TOPIC, PARTITIONS, f"r{round_no}")
-        confluent.start()
-        raw.start()
-        time.sleep(rng.uniform(0.8, 2.5))
-        assert confluent.is_alive() or raw.is_alive(), "load finished before the kill"
-        broker.kill()
-        raw.finish()
-        confluent.finish()
-        acked_all += acknowledged([confluent], [raw])
-        assert confluent.acked and raw.acked, (round_no, confluent.failed, raw.errors)
-
-        # restart on the same dir: recovery, then reads
-        restarted = BrokerProcess(data).start()
-        try:
-            log = restarted.log()
-            assert "since no clean shutdown file was found" in log, log
-            with RawClient(restarted.port) as client:
-                for p in range(PARTITIONS):
-                    fetched = fetch_records(client, TOPIC, p, 0)
-                    on_disk = stored_records(data, TOPIC, p)
-                    assert [(r.offset, r.value) for r in fetched] == [
-                        (r.offset, r.value) for r in on_disk
-                    ]
-            total = check_acknowledged(data, TOPIC, PARTITIONS, acked_all)
-            assert total >= len(acked_all)
-        finally:
-            assert restarted.stop() == 0
-        assert "Traceback" not in restarted.log(), restarted.log()
-        assert check_indexes(data) > PARTITIONS * (round_no + 1)  # segments rolled under load
+    with contextlib.ExitStack() as cleanup:  # nothing outlives a failed assertion
+        for round_no in range(ROUNDS):
+            run_round(data, rng, round_no, acked_all, cleanup)
     assert len(acked_all) > 1000
+
+
+def run_round(
+    data: Path,
+    rng: random.Random,
+    round_no: int,
+    acked_all: list[Acked],
+    cleanup: contextlib.ExitStack,
+) -> None:
+    """Load, SIGKILL, restart, check (see the module docstring)."""
+    broker = BrokerProcess(data).start()
+    cleanup.callback(broker.kill)  # a no-op once it is dead
+    confluent = ConfluentLoad(broker.bootstrap, TOPIC, PARTITIONS, f"c{round_no}")
+    raw = RawLoad(broker.port, TOPIC, PARTITIONS, f"r{round_no}")
+    cleanup.callback(confluent.stop_event.set)
+    cleanup.callback(raw.stop_event.set)
+    confluent.start()
+    raw.start()
+    time.sleep(rng.uniform(0.8, 2.5))
+    assert confluent.is_alive() or raw.is_alive(), "load finished before the kill"
+    broker.kill()
+    raw.finish()
+    confluent.finish()
+    acked_all += acknowledged([confluent], [raw])
+    assert confluent.acked and raw.acked, (round_no, confluent.failed, raw.errors)
+
+    # restart on the same dir: recovery, then reads
+    restarted = BrokerProcess(data).start()
+    cleanup.callback(restarted.kill)
+    try:
+        log = restarted.log()
+        assert "since no clean shutdown file was found" in log, log
+        with RawClient(restarted.port) as client:
+            for p in range(PARTITIONS):
+                fetched = fetch_records(client, TOPIC, p, 0)
+                on_disk = stored_records(data, TOPIC, p)
+                assert [(r.offset, r.value) for r in fetched] == [
+                    (r.offset, r.value) for r in on_disk
+                ]
+        total = check_acknowledged(data, TOPIC, PARTITIONS, acked_all)
+        assert total >= len(acked_all)
+    finally:
+        assert restarted.stop() == 0
+    assert "Traceback" not in restarted.log(), restarted.log()
+    assert check_indexes(data) > PARTITIONS * (round_no + 1)  # segments rolled under load

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import time
@@ -38,10 +39,17 @@ PARTITIONS = 2
 
 
 def test_sigterm_under_load_is_clean_and_restart_skips_recovery(tmp_path: Path) -> None:
-    data = tmp_path / "data"
+    with contextlib.ExitStack() as cleanup:  # nothing outlives a failed assertion
+        sigterm_under_load(tmp_path / "data", cleanup)
+
+
+def sigterm_under_load(data: Path, cleanup: contextlib.ExitStack) -> None:
     broker = BrokerProcess(data, num_partitions=PARTITIONS).start()
+    cleanup.callback(broker.kill)  # a no-op once it has stopped
     confluent = ConfluentLoad(broker.bootstrap, TOPIC, PARTITIONS, "c", acks=1)
     raw = RawLoad(broker.port, TOPIC, PARTITIONS, "r")
+    cleanup.callback(confluent.stop_event.set)
+    cleanup.callback(raw.stop_event.set)
     raw.start()
     time.sleep(0.3)  # the raw producer creates the topic
     confluent.start()
@@ -62,6 +70,7 @@ def test_sigterm_under_load_is_clean_and_restart_skips_recovery(tmp_path: Path) 
     assert check_acknowledged(data, TOPIC, PARTITIONS, acked) >= len(acked)
 
     restarted = BrokerProcess(data, num_partitions=PARTITIONS).start()
+    cleanup.callback(restarted.kill)
     try:
         log = restarted.log()
         assert "Skipping recovery of 2 logs from" in log, log
