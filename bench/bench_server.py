@@ -29,6 +29,13 @@ in records and in time.
     bytes written with an fsync every 4 requests, one thread, nothing else
     writing).
 
+(4) What metrics cost (issue 6): the end-to-end produce runs of (1) and (2)
+    against two brokers, one with ``metrics.enabled=true`` (the default) and
+    one with ``false`` (no-op meters on the request path), rounds alternating:
+    throughput with metrics / without (goal: at most 3% lower, i.e. >= 0.97x).
+    Broker CPU per 1 MB request is shown for both, the steadier figure on a
+    shared machine.
+
 Each measurement is the best of a few bounded rounds (``bench/common.py``
 explains why the minimum time is kept on a shared 2-core machine); dirty
 pages are written back before every round (:func:`settle`), since past
@@ -67,6 +74,7 @@ CONFLUENT_SECONDS = 20.0
 #: (2) and (3): requests per load-generator round, rounds, requests in flight
 LOADGEN_REQUESTS = 300
 LOADGEN_ROUNDS = 5
+METRICS_ROUNDS = 5
 LOADGEN_WINDOW = 4
 
 
@@ -110,9 +118,14 @@ class Server:
         raise RuntimeError("server not ready")
 
     def cpu_seconds(self) -> float:
-        """User + system CPU time the server process has used so far."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """CPU time all threads of the server have run so far, in ns precision
+        (``/proc/<pid>/task/*/schedstat``; ``/proc/<pid>/stat`` counts 10 ms ticks,
+        too coarse for a per-request figure)."""
+        total = 0
+        for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
+            with contextlib.suppress(FileNotFoundError):  # a thread that just ended
+                total += int((task / "schedstat").read_text().split()[0])
+        return total / 1e9
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -548,3 +561,65 @@ def run_all(report: Report, tmp: Path) -> None:
     report.value("(3) CPU per 1 MB request, broker process, acks=all", lg_all["cpu_ms"], "ms")
     report.value("(3) disk: write + fsync every 4 MB, same bytes", ceiling, "records/s")
     report.ratio("(3) load generator acks=all / disk write+fsync", lg_all["rate"], ceiling)
+
+    # (4) metrics on vs off, same run, rounds alternating between the two brokers;
+    # broker CPU per record is the primary figure (throughput on a shared 2-core
+    # machine moves by more than the 3% being measured)
+    with (
+        broker(tmp, "m-on") as (on_port, on_server),
+        broker(tmp, "m-off", **{"metrics.enabled": "false"}) as (off_port, off_server),
+    ):
+        for port in (on_port, off_port):
+            create_topic(port, "m1")
+            create_topic(port, "mlg")
+            loadgen_round(port, "mlg", 1)  # warm-up
+        cf: dict[str, list[tuple[float, float]]] = {"on": [], "off": []}
+        lg: dict[str, list[dict[str, Any]]] = {"on": [], "off": []}
+        for _ in range(METRICS_ROUNDS):
+            for label, port, server in (("on", on_port, on_server), ("off", off_port, off_server)):
+                settle()
+                before = server.cpu_seconds()
+                with on_client_cpu():
+                    rate = confluent_round(port, "m1", 1)["rate"]
+                cpu_us = (server.cpu_seconds() - before) * 1e6 / (CONFLUENT_MESSAGES + 1000)
+                cf[label].append((rate, cpu_us))
+                settle()
+                before = server.cpu_seconds()
+                result = loadgen_round(port, "mlg", 1)
+                result["cpu_ms"] = (
+                    (server.cpu_seconds() - before) * 1000 / (result["requests"] + 20)
+                )
+                lg[label].append(result)
+    best_cf = {k: max(r[0] for r in v) for k, v in cf.items()}
+    cpu_cf = {k: min(r[1] for r in v) for k, v in cf.items()}
+    best_lg = {k: max(r["rate"] for r in v) for k, v in lg.items()}
+    cpu_lg = {k: min(r["cpu_ms"] for r in v) for k, v in lg.items()}
+    for label in ("on", "off"):
+        report.value(f"(4) confluent-kafka acks=1, metrics {label}", best_cf[label], "records/s")
+        report.value(
+            f"(4) broker CPU per record, confluent-kafka, metrics {label}", cpu_cf[label], "us"
+        )
+        report.value(f"(4) load generator 1 MB, metrics {label}", best_lg[label], "records/s")
+        report.value(f"(4) broker CPU per 1 MB request, metrics {label}", cpu_lg[label], "ms")
+    for name, off_cpu, on_cpu in (
+        ("confluent-kafka 100 B acks=1", cpu_cf["off"], cpu_cf["on"]),
+        ("load generator 1 MB requests", cpu_lg["off"], cpu_lg["on"]),
+    ):
+        # throughput of a CPU-bound broker scales with 1 / CPU per record
+        report.ratio(
+            f"(4) metrics on / off, CPU-bound throughput, {name}",
+            off_cpu,
+            on_cpu,
+            goal=">= 0.97x (metrics cost at most 3%)",
+            ok=off_cpu / on_cpu >= 0.97,
+        )
+    report.ratio(
+        "(4) metrics on / off, measured throughput, confluent-kafka (noisy)",
+        best_cf["on"],
+        best_cf["off"],
+    )
+    report.ratio(
+        "(4) metrics on / off, measured throughput, load generator (noisy)",
+        best_lg["on"],
+        best_lg["off"],
+    )

@@ -14,6 +14,12 @@ pays one ``inc``/``observe`` per batch or per request, never per record.
 
 Log gauges (end offset, start offset, size, segment count per partition) are
 read at scrape time from a provider callable, so appends pay nothing for them.
+
+The counters and histograms the event loop updates are ``broker.meters``
+objects (no lock, a C bisect per observation: 0.1-0.2 us instead of 0.4-0.8 us),
+exposed by :class:`_MeterCollector` under the same names, types and units
+prometheus_client would give them; metrics fed from other threads (the log
+flush timer) stay prometheus_client's locked ones.
 """
 
 from __future__ import annotations
@@ -25,14 +31,22 @@ from typing import NamedTuple
 
 from prometheus_client import (
     CollectorRegistry,
-    Counter,
     Gauge,
     Histogram,
     disable_created_metrics,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+from broker.meters import Counter, CounterFamily, HistogramFamily
+from broker.meters import Histogram as FastHistogram
 
 NAMESPACE = "kafka"
 
@@ -140,15 +154,36 @@ class RequestMetrics:
     """``RequestMetrics`` of one (API, version), children bound once."""
 
     requests: Counter
-    queue_time: Histogram
-    local_time: Histogram
-    remote_time: Histogram
-    response_send_time: Histogram
-    total_time: Histogram
-    request_bytes: Histogram
+    queue_time: FastHistogram
+    local_time: FastHistogram
+    remote_time: FastHistogram
+    response_send_time: FastHistogram
+    total_time: FastHistogram
+    request_bytes: FastHistogram
     #: None for APIs other than Produce and Fetch
-    conversions_time: Histogram | None
-    temporary_memory: Histogram | None
+    conversions_time: FastHistogram | None
+    temporary_memory: FastHistogram | None
+
+
+class _MeterCollector(Collector):
+    """Exposes the ``broker.meters`` families as Prometheus metrics."""
+
+    def __init__(self) -> None:
+        self.counters: list[CounterFamily] = []
+        self.histograms: list[HistogramFamily] = []
+
+    def collect(self) -> Iterator[Metric]:
+        for c in self.counters:
+            cf = CounterMetricFamily(c.name, c.documentation, labels=list(c.labelnames))
+            for values, value in c.samples():
+                cf.add_metric(list(values), value)
+            yield cf
+        for h in self.histograms:
+            les = [floatToGoString(b) for b in h.buckets] + ["+Inf"]  # type: ignore[no-untyped-call]
+            hf = HistogramMetricFamily(h.name, h.documentation, labels=list(h.labelnames))
+            for values, cumulative, total in h.samples():
+                hf.add_metric(list(values), list(zip(les, cumulative, strict=True)), total)
+            yield hf
 
 
 class _LogCollector(Collector):
@@ -201,14 +236,19 @@ class BrokerMetrics:
         self.log_provider: LogProvider | None = None
         r = self.registry
         ns = NAMESPACE
+        meters = _MeterCollector()
 
-        def counter(name: str, doc: str, labels: tuple[str, ...] = ()) -> Counter:
-            return Counter(name, doc, labels, namespace=ns, registry=r)
+        def counter(name: str, doc: str, labels: tuple[str, ...] = ()) -> CounterFamily:
+            family = CounterFamily(f"{ns}_{name}", doc, labels)
+            meters.counters.append(family)
+            return family
 
         def hist(
             name: str, doc: str, labels: tuple[str, ...], buckets: tuple[float, ...]
-        ) -> Histogram:
-            return Histogram(name, doc, labels, namespace=ns, registry=r, buckets=buckets)
+        ) -> HistogramFamily:
+            family = HistogramFamily(f"{ns}_{name}", doc, labels, buckets)
+            meters.histograms.append(family)
+            return family
 
         t = ("topic",)
         # BrokerTopicMetrics, per topic; the all-topics value is sum() over topic
@@ -346,6 +386,7 @@ class BrokerMetrics:
         self.build_info.labels(
             version, records_implementation, event_loop, platform.python_version()
         ).set(1)
+        r.register(meters)
         r.register(_LogCollector(self))
 
         self.validator_recorder = ValidatorRecorder(self)
