@@ -14,17 +14,21 @@ a proxy that plays an older broker for chosen clients.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from broker.protocol import decode_response, encode_request, encode_response, parse_request_header
 from broker.protocol.header import RequestHeader
-from broker.protocol.messages import FetchRequest, codec_for
+from broker.protocol.messages import FetchRequest, MetadataRequest, ProduceRequest, codec_for
+from broker.records.builder import build_v2_batch
+from broker.records.record import SimpleRecord
 
 HOST = "127.0.0.1"
 API_VERSIONS = 18
@@ -32,13 +36,14 @@ _SIZE = struct.Struct(">i")
 
 
 class RawClient:
-    """One connection; one request at a time."""
+    """One connection; requests may be pipelined, responses are read in order."""
 
     def __init__(self, port: int, *, client_id: str = "raw-test", timeout: float = 15.0) -> None:
         self.sock = socket.create_connection((HOST, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.client_id = client_id
         self.correlation = 0
+        self._pending: collections.deque[tuple[int, int, int]] = collections.deque()
 
     def __enter__(self) -> RawClient:
         return self
@@ -55,16 +60,55 @@ class RawClient:
             out += chunk
         return bytes(out)
 
-    def call(self, request: Any, version: int) -> Any:
+    def send(self, request: Any, version: int) -> None:
         self.correlation += 1
         api_key = codec_for(request).spec.api_key
         self.sock.sendall(
             encode_request(version, self.correlation, self.client_id, request).to_bytes()
         )
+        self._pending.append((self.correlation, api_key, version))
+
+    def recv(self) -> Any:
+        correlation, api_key, version = self._pending.popleft()
         (size,) = _SIZE.unpack(self._read_exact(4))
         got, body = decode_response(api_key, version, self._read_exact(size))
-        assert got == self.correlation, (got, self.correlation)
+        assert got == correlation, (got, correlation)
         return body
+
+    def call(self, request: Any, version: int) -> Any:
+        self.send(request, version)
+        return self.recv()
+
+
+def produce_request(topic: str, partition: int, records: bytes, *, acks: int = 1) -> Any:
+    return ProduceRequest(
+        transactional_id=None,
+        acks=acks,
+        timeout_ms=10_000,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name=topic,
+                partition_data=[
+                    ProduceRequest.PartitionProduceData(index=partition, records=records)
+                ],
+            )
+        ],
+    )
+
+
+def v2_batch(values: Sequence[bytes], *, timestamp: int | None = None) -> bytes:
+    """An uncompressed v2 batch of keyless records, as a client would send it."""
+    ts = int(time.time() * 1000) if timestamp is None else timestamp
+    return bytes(build_v2_batch([SimpleRecord(ts, None, v) for v in values]).buffer)
+
+
+def produce(client: RawClient, topic: str, values: Sequence[bytes]) -> int:
+    """Produce v9 (acks=1) of one batch; the base offset."""
+    response = client.call(produce_request(topic, 0, v2_batch(values)), 9)
+    (t,) = response.responses
+    (p,) = t.partition_responses
+    assert p.error_code == 0, p
+    return int(p.base_offset)
 
 
 def fetch_request(
@@ -75,7 +119,9 @@ def fetch_request(
     max_wait_ms: int = 0,
     min_bytes: int = 1,
     max_bytes: int = 1 << 20,
+    topic_id: uuid.UUID | None = None,
 ) -> Any:
+    """A Fetch of one partition; ``topic_id`` is for v13+ (which name topics by id)."""
     return FetchRequest(
         replica_id=-1,
         max_wait_ms=max_wait_ms,
@@ -87,6 +133,7 @@ def fetch_request(
         topics=[
             FetchRequest.FetchTopic(
                 topic=topic,
+                topic_id=topic_id if topic_id is not None else uuid.UUID(int=0),
                 partitions=[
                     FetchRequest.FetchPartition(
                         partition=partition, fetch_offset=offset, partition_max_bytes=max_bytes
@@ -96,6 +143,21 @@ def fetch_request(
         ],
         forgotten_topics_data=[],
     )
+
+
+def topic_id(client: RawClient, topic: str) -> uuid.UUID:
+    """The topic's id (Metadata v12); the topic must exist."""
+    md = client.call(
+        MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+            allow_auto_topic_creation=False,
+        ),
+        12,
+    )
+    (t,) = md.topics
+    assert t.error_code == 0, t
+    assert isinstance(t.topic_id, uuid.UUID), t.topic_id
+    return t.topic_id
 
 
 def only_partition(response: Any) -> Any:
