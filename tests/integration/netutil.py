@@ -80,26 +80,32 @@ class RawClient:
         return self.recv()
 
 
-def produce_request(topic: str, partition: int, records: bytes, *, acks: int = 1) -> Any:
+def produce_request(
+    topic: str, partition: int, records: bytes, *, acks: int = 1, more: Sequence[Any] = ()
+) -> Any:
+    """A Produce request for one partition, or several: ``more`` holds further
+    ``(topic, partition, records)``, in request order."""
     return ProduceRequest(
         transactional_id=None,
         acks=acks,
         timeout_ms=10_000,
         topic_data=[
             ProduceRequest.TopicProduceData(
-                name=topic,
-                partition_data=[
-                    ProduceRequest.PartitionProduceData(index=partition, records=records)
-                ],
+                name=t,
+                partition_data=[ProduceRequest.PartitionProduceData(index=p, records=r)],
             )
+            for t, p, r in [(topic, partition, records), *more]
         ],
     )
 
 
-def v2_batch(values: Sequence[bytes], *, timestamp: int | None = None) -> bytes:
-    """An uncompressed v2 batch of keyless records, as a client would send it."""
+def v2_batch(
+    values: Sequence[bytes], *, timestamp: int | None = None, compression_type: int = 0
+) -> bytes:
+    """A v2 batch of keyless records, as a client would send it."""
     ts = int(time.time() * 1000) if timestamp is None else timestamp
-    return bytes(build_v2_batch([SimpleRecord(ts, None, v) for v in values]).buffer)
+    records = [SimpleRecord(ts, None, v) for v in values]
+    return bytes(build_v2_batch(records, compression_type=compression_type).buffer)
 
 
 def produce(client: RawClient, topic: str, values: Sequence[bytes]) -> int:
