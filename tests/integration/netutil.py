@@ -151,6 +151,19 @@ def fetch_request(
     )
 
 
+def auto_create(client: RawClient, topic: str) -> None:
+    """Metadata v12 allowing auto-creation (the broker's defaults for the topic)."""
+    md = client.call(
+        MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+            allow_auto_topic_creation=True,
+        ),
+        12,
+    )
+    (t,) = md.topics
+    assert t.error_code == 0, t
+
+
 def topic_id(client: RawClient, topic: str) -> uuid.UUID:
     """The topic's id (Metadata v12); the topic must exist."""
     md = client.call(
