@@ -209,8 +209,11 @@ def read_raw(port: int, total: int, version: int) -> int:
     return total
 
 
-def start_profiler(pid: int, out: Path) -> subprocess.Popen[bytes]:
-    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+def start_profiler(pid: int, out: Path) -> subprocess.Popen[bytes] | None:
+    spy = shutil.which("py-spy") or shutil.which("py-spy", path=str(Path(sys.executable).parent))
+    if spy is None:
+        print("  (no profile: py-spy is not installed; pip install py-spy)", flush=True)
+        return None
     profiler = subprocess.Popen(
         [spy, "record", "-p", str(pid), "-o", str(out), "-f", "raw", "-r", "250"],
         stdout=subprocess.DEVNULL,

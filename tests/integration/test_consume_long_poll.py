@@ -47,6 +47,8 @@ WAIT_MS = 2000
 #: the consumer must hand the record over within this long after the produce answer
 LATENCY_BOUND = 0.5
 IDLE = 1.0
+#: a 300 ms wait must be answered before this (seconds): about 300 ms, not 2 s, not at once
+DEADLINE_BOUND = 0.75
 
 
 @pytest.fixture(scope="module")
@@ -226,7 +228,7 @@ def test_idle_fetch_returns_empty_at_deadline(broker: BrokerProcess, version: in
     assert p.error_code == ErrorCode.NONE
     assert p.high_watermark == 2
     assert not p.records
-    assert 0.29 <= elapsed < 0.6, f"answered after {elapsed * 1000:.0f} ms"
+    assert 0.29 <= elapsed < DEADLINE_BOUND, f"answered after {elapsed * 1000:.0f} ms"
 
 
 def test_min_bytes_not_reached_returns_what_there_is_at_deadline(broker: BrokerProcess) -> None:
@@ -239,4 +241,4 @@ def test_min_bytes_not_reached_returns_what_there_is_at_deadline(broker: BrokerP
         elapsed = time.monotonic() - start
     assert p.error_code == ErrorCode.NONE
     assert [r.value for r in iter_records(bytes(p.records), file=True)] == [b"small"]
-    assert 0.29 <= elapsed < 0.6, f"answered after {elapsed * 1000:.0f} ms"
+    assert 0.29 <= elapsed < DEADLINE_BOUND, f"answered after {elapsed * 1000:.0f} ms"
