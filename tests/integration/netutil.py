@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import re
 import socket
 import struct
 import threading
@@ -185,16 +186,20 @@ def only_partition(response: Any) -> Any:
     return p
 
 
-def metric_samples(exposition: str, name: str) -> list[tuple[dict[str, str], float]]:
-    """(labels, value) of every sample called ``name`` in Prometheus text."""
-    from prometheus_client.parser import text_string_to_metric_families
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
-    return [
-        (dict(sample.labels), float(sample.value))
-        for family in text_string_to_metric_families(exposition)
-        for sample in family.samples
-        if sample.name == name
-    ]
+
+def metric_samples(exposition: str, name: str) -> list[tuple[dict[str, str], float]]:
+    """(labels, value) of every sample called ``name`` in Prometheus text
+    (a line scan: the full parser costs tens of ms per call on a big exposition)."""
+    out = []
+    for line in exposition.splitlines():
+        if not line.startswith(name) or line[len(name) : len(name) + 1] not in ("{", " "):
+            continue
+        head, _, value = line.rpartition(" ")
+        labels = {k: v.replace('\\"', '"').replace("\\\\", "\\") for k, v in _LABEL.findall(head)}
+        out.append((labels, float(value)))
+    return out
 
 
 def metric_value(exposition: str, name: str, **labels: str) -> float:
