@@ -248,7 +248,6 @@ class VersionCapProxy:
     def __init__(self, target_port: int, caps: Mapping[str, Mapping[int, int]]) -> None:
         self.target_port = target_port
         self.caps = caps
-        self.capped_answers = 0
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.bind((HOST, 0))
         self._listener.listen(64)
@@ -349,8 +348,6 @@ class VersionCapProxy:
         for entry in body.api_keys:
             if entry.api_key in caps:
                 entry.max_version = min(entry.max_version, caps[entry.api_key])
-        with self._lock:
-            self.capped_answers += 1
         return encode_response(header, body).to_bytes()
 
     def close(self) -> None:
