@@ -5,8 +5,9 @@ Start-up, in order: parse ``server.properties`` and ``--override`` flags
 take the log dirs' locks and load (and if needed recover) every partition;
 bind the Kafka listener and the metrics endpoint; mark ready.
 
-Shutdown on SIGTERM or SIGINT: not ready; stop accepting; let in-flight
-requests finish (up to ``shutdown.timeout.ms``); close connections; flush
+Shutdown on SIGTERM or SIGINT: not ready; stop accepting; stop reading
+from every connection and let the requests already read finish (up to
+``shutdown.timeout.ms``); close connections; flush
 and close every log, write the checkpoints and the clean-shutdown marker;
 release the locks. Exit code 0.
 
@@ -264,11 +265,16 @@ class BrokerApp:
         self.ops.ready = False
         if self._server is not None:
             self._server.close()
-        deadline = time.monotonic() + int(self.config.get("shutdown.timeout.ms")) / 1000
-        while any(not c.idle for c in self.connections) and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
+        # stop reading everywhere; each connection closes once the responses of
+        # the requests it already took are written
         for conn in list(self.connections):
             conn.close()
+        deadline = time.monotonic() + int(self.config.get("shutdown.timeout.ms")) / 1000
+        while self.connections and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        for conn in list(self.connections):
+            log.warning("closing connection from %s with requests in flight", conn.peer)
+            conn.abort()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
