@@ -8,7 +8,8 @@ subprocess on 127.0.0.1 (the harness of the integration tests).
 * Floor: this process reads the partition's segment files and materialises
   every record with ``broker.records.iterate`` -- records/s and MB/s of log
   bytes -- against confluent-kafka (librdkafka) consuming all of them
-  through the broker (assign, offset 0, default fetch sizes).
+  through the broker (assign, offset 0), with librdkafka's defaults and with
+  ``fetch.queue.backoff.ms=10`` (see ``CONFLUENT_CONFIGS``).
 * Down-conversion: kafka-python with its default (Fetch v12: the stored v2
   batches as they are) against kafka-python ``api_version=(0, 10, 0)``
   (Fetch v2: the broker rewrites them to magic 1), reading the same first
@@ -17,7 +18,8 @@ subprocess on 127.0.0.1 (the harness of the integration tests).
 * Where the time goes: the broker's CPU time over each read (utime + stime
   of its process from /proc) gives its share of the wall time -- near 100%
   of one core means the broker is the bottleneck -- and its CPU cost per
-  record. A raw-protocol reader (one connection, responses framed but not
+  record; the client's own CPU share (this process, librdkafka's threads
+  included) says whether the client is. A raw-protocol reader (one connection, responses framed but not
   parsed record by record) shows the broker's serving rate without a
   client's per-record work, with Fetch v11 and with Fetch v2.
 * ``BENCH_CONSUME_PROFILE=1`` also samples the broker with py-spy during the
@@ -56,6 +58,13 @@ from tests.integration.netutil import (
 )
 
 TOPIC = "bench-consume"
+#: librdkafka's defaults stop fetching for fetch.queue.backoff.ms (1 s) whenever
+#: queued.min.messages (100,000) wait in its queue: about 1 s idle per 100,000
+#: records whatever the broker does; the second run fetches again after 10 ms
+CONFLUENT_CONFIGS: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "fetch.queue.backoff.ms=10": {"fetch.queue.backoff.ms": 10},
+}
 VALUE_SIZE = 100
 PER_BATCH = 1000
 _ENTRY = struct.Struct(">qi")  # a legacy entry's offset and size
@@ -71,11 +80,18 @@ def broker_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def own_cpu() -> float:
+    """CPU seconds this process (the client, all its threads) has used."""
+    t = os.times()
+    return t.user + t.system
+
+
 class Measured:
-    def __init__(self, records: int, seconds: float, cpu: float) -> None:
+    def __init__(self, records: int, seconds: float, cpu: float, client_cpu: float) -> None:
         self.records = records
         self.seconds = seconds
         self.cpu = cpu
+        self.client_cpu = client_cpu
 
     @property
     def rate(self) -> float:
@@ -87,6 +103,11 @@ class Measured:
         return self.cpu / self.seconds * 100
 
     @property
+    def client_share(self) -> float:
+        """The client's (this process's) CPU time as a share of the wall time."""
+        return self.client_cpu / self.seconds * 100
+
+    @property
     def ns(self) -> float:
         """Broker CPU per record (clock-tick resolution: 10 ms over the run)."""
         return self.cpu / self.records * 1e9
@@ -94,10 +115,11 @@ class Measured:
 
 def measure(pid: int, read: Callable[[], int]) -> Measured:
     cpu = broker_cpu(pid)
+    client = own_cpu()
     start = time.perf_counter()
     records = read()
     seconds = time.perf_counter() - start
-    return Measured(records, seconds, broker_cpu(pid) - cpu)
+    return Measured(records, seconds, broker_cpu(pid) - cpu, own_cpu() - client)
 
 
 def produce(broker: BrokerProcess, total: int) -> None:
@@ -135,11 +157,11 @@ def read_floor(data_dir: Path) -> tuple[int, int]:
     return records, size
 
 
-def read_confluent(bootstrap: str, total: int) -> int:
+def read_confluent(bootstrap: str, total: int, config: dict[str, Any]) -> int:
     import confluent_kafka
 
     consumer = confluent_kafka.Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False}
+        {"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False, **config}
     )
     n = 0
     try:
@@ -254,13 +276,14 @@ def main(report: Report) -> None:
                 "floor: iterate the segment files, MB/s", log_bytes / floor_s / 1e6, "MB/s"
             )
 
-            c = measure(pid, partial(read_confluent, broker.bootstrap, total))
-            report.value("confluent-kafka through the broker, records/s", c.rate, "rec/s")
-            report.value(
-                "confluent-kafka through the broker, MB/s", log_bytes / c.seconds / 1e6, "MB/s"
-            )
-            report.value("confluent-kafka: broker CPU share of the wall time", c.share, "%")
-            report.ratio("confluent-kafka vs floor (throughput)", floor_s, c.seconds)
+            for label, config in CONFLUENT_CONFIGS.items():
+                c = measure(pid, partial(read_confluent, broker.bootstrap, total, config))
+                name = f"confluent-kafka ({label})"
+                report.value(f"{name}: records/s", c.rate, "rec/s")
+                report.value(f"{name}: MB/s", log_bytes / c.seconds / 1e6, "MB/s")
+                report.value(f"{name}: broker CPU share of the wall time", c.share, "%")
+                report.value(f"{name}: client CPU share of the wall time", c.client_share, "%")
+                report.ratio(f"{name} vs floor (throughput)", floor_s, c.seconds)
 
             old_bytes = log_bytes * old_total / total
             runs = {}
@@ -271,6 +294,9 @@ def main(report: Report) -> None:
                 report.value(f"kafka-python {name}: MB/s", old_bytes / m.seconds / 1e6, "MB/s")
                 report.value(
                     f"kafka-python {name}: broker CPU share of the wall time", m.share, "%"
+                )
+                report.value(
+                    f"kafka-python {name}: client CPU share of the wall time", m.client_share, "%"
                 )
             report.ratio(
                 "kafka-python 0.10.0 (Fetch v2, magic 1) vs default (Fetch v12, v2 as is)",
@@ -287,6 +313,7 @@ def main(report: Report) -> None:
                 raw[version] = m
                 report.value(f"raw reader, Fetch v{version}: records/s", m.rate, "rec/s")
                 report.value(f"raw reader, Fetch v{version}: broker CPU share", m.share, "%")
+                report.value(f"raw reader, Fetch v{version}: client CPU share", m.client_share, "%")
                 report.value(f"raw reader, Fetch v{version}: broker CPU per record", m.ns, "ns")
                 if profiler is not None:
                     profiler.send_signal(signal.SIGINT)
