@@ -10,6 +10,13 @@ transactional producers) retry and eventually time out with that message;
 consumers that assign partitions themselves and keep their own positions
 work without one. See docs/operations.md "What this broker does not do".
 
+Serving it matters even without coordinators: librdkafka enables LZ4 only
+when the broker advertises FindCoordinator v0 (its ``rdkafka_feature.c``
+ties the LZ4 feature to it, "GroupCoordinator was released in 0.8.2"); a
+broker without it gets uncompressed batches from every librdkafka producer
+asked for lz4 (``tests/integration/test_produce_matrix.py`` checks the codec
+librdkafka sends).
+
 Behaviour (``KafkaApis.getCoordinator``):
 - key_type 0 (group) and 1 (transaction): COORDINATOR_NOT_AVAILABLE.
 - key_type 2 (share group, v6+): COORDINATOR_NOT_AVAILABLE, as Kafka 3.9;

@@ -32,6 +32,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -220,6 +221,7 @@ class LogManager:
             if clean:
                 # deleted at once: a crash while loading counts as unclean (KAFKA-10471)
                 marker.delete()
+            started = time.monotonic()
             self._had_clean_shutdown[log_dir] = clean
             try:
                 recovery_points = recovery_point_checkpoint(log_dir).read()
@@ -268,8 +270,27 @@ class LogManager:
                     had_clean_shutdown=clean,
                 )
 
+            # LogManager.loadLogs says which way the dir is loaded, then how it went
+            if clean:
+                logger.info(
+                    "Skipping recovery of %d logs from %s since clean shutdown file was found",
+                    len(partition_dirs),
+                    log_dir,
+                )
+            else:
+                logger.info(
+                    "Attempting recovery for all logs in %s since no clean shutdown file was found",
+                    log_dir,
+                )
             with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
                 loaded = list(pool.map(load, partition_dirs))
+            logger.info(
+                "Loaded %d logs from %s in %d ms (%d segments recovered)",
+                len(loaded),
+                log_dir,
+                (time.monotonic() - started) * 1000,
+                sum(log.recovered_segments for log in loaded),
+            )
             with self._lock:
                 for (tp, path), log in zip(partition_dirs, loaded, strict=True):
                     previous = self._logs.get(tp)

@@ -255,6 +255,39 @@ def test_unknown_folder_in_a_log_dir_stops_startup(tmp_path: Path) -> None:
     manager.shutdown()
 
 
+def test_load_says_whether_it_recovers(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    caplog.set_level(logging.INFO, logger="broker.log.manager")
+    tp = TopicPartition("t", 0)
+    manager = LogManager([tmp_path / "d"])
+    manager.startup()
+    fill(manager, tp, 5)
+    manager.shutdown()
+    caplog.clear()
+    manager = LogManager([tmp_path / "d"])
+    manager.startup()
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("Skipping recovery of 1 logs from" in m for m in messages), messages
+    assert any(
+        m.startswith("Loaded 1 logs from") and "(0 segments recovered)" in m for m in messages
+    )
+    # a crash: no clean-shutdown marker, descriptors dropped
+    fill(manager, tp, 5)
+    for lg in manager.all_logs():
+        lg.close_handlers()
+    manager._release_locks()
+    caplog.clear()
+    manager = LogManager([tmp_path / "d"])
+    manager.startup()
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("Attempting recovery for all logs in" in m for m in messages), messages
+    assert any(
+        m.startswith("Loaded 1 logs from") and "(1 segments recovered)" in m for m in messages
+    )
+    manager.shutdown()
+
+
 def test_a_deleted_partition_keeps_its_descriptors_until_removed(tmp_path: Path) -> None:
     clock = MockTime()
     manager = LogManager([tmp_path / "d"], time_ms=clock)

@@ -6,6 +6,8 @@ import asyncio
 import random
 import struct
 
+import pytest
+
 from broker.server.connection import Connection, ConnectionLimits, InflightBudget
 from tests.aio import run
 
@@ -258,5 +260,100 @@ def test_close_stops_dispatching_and_closes_after_pending_responses():
         w.close()
         server.close()
         await server.wait_closed()
+
+    run(main())
+
+
+def test_an_announced_huge_frame_costs_only_what_was_sent():
+    """A size prefix alone does not make the connection allocate the announced
+    size: beyond EAGER_FRAME_BYTES the buffer grows with the bytes received."""
+    from broker.server.connection import EAGER_FRAME_BYTES, FRAME_GROWTH
+
+    async def main():
+        conns = []
+        got = []
+
+        class Keeper(EchoHandler):
+            def handle_frame(self, frame_view, conn):
+                got.append(bytes(frame_view))
+                return [frame(b"ok")]
+
+        loop = asyncio.get_running_loop()
+        limits = ConnectionLimits(receive_buffer_bytes=4096, max_frame_bytes=64 << 20)
+
+        def factory():
+            conns.append(Connection(Keeper(), limits, InflightBudget(1 << 30)))
+            return conns[-1]
+
+        server = await loop.create_server(factory, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            size = 40 << 20
+            body = bytes(random.Random(3).randbytes(size))
+            w.write(struct.pack(">i", size) + body[:100])
+            await w.drain()
+            await asyncio.sleep(0.05)
+            (conn,) = conns
+            assert len(conn._buf) <= EAGER_FRAME_BYTES
+            # the rest in pieces: the buffer grows geometrically, the frame arrives whole
+            capacities = {len(conn._buf)}
+            for pos in range(100, size, 1 << 20):
+                w.write(body[pos : pos + (1 << 20)])
+                await w.drain()
+                capacities.add(len(conn._buf))
+                received = min(pos + (1 << 20), size) + 4
+                assert len(conn._buf) <= max(EAGER_FRAME_BYTES, FRAME_GROWTH * received + (1 << 20))
+            assert await read_frame(r) == b"ok"
+            assert got == [body]
+            assert len(capacities) <= 8  # a handful of reallocations, not one per read
+        finally:
+            w.close()
+            for conn in conns:
+                conn.abort()
+            server.close()
+            await server.wait_closed()
+
+    run(main())
+
+
+@pytest.mark.parametrize("answer", ["at once", "later"])
+def test_large_pipelined_frames_reuse_released_buffers(answer):
+    """Large frames land in reused buffers, not in a fresh (zeroed) allocation
+    each: frames answered at once (acks=1) leave their buffer free at once;
+    frames answered later (acks=all waits for an fsync) keep it alive until
+    answered, then it is pooled for the next large frame."""
+    from broker.server.connection import POOL_BUFFERS
+
+    async def main():
+        buffers = []  # strong references: ids stay unique per buffer object
+
+        class Later(EchoHandler):
+            def handle_frame(self, frame_view, conn):
+                buffers.append(frame_view.obj)
+                return [frame(b"ok")] if answer == "at once" else self._later()
+
+            async def _later(self):
+                await asyncio.sleep(0.002)
+                return [frame(b"ok")]
+
+        server, port = await start(Later(), ConnectionLimits(receive_buffer_bytes=64 * 1024))
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            body = b"p" * 1_000_000
+            sent = answered = 0
+            while answered < 24:  # four requests in flight, as a pipelining producer
+                while sent < 24 and sent - answered < 4:
+                    w.write(frame(body))
+                    sent += 1
+                await w.drain()
+                assert await read_frame(r) == b"ok"
+                answered += 1
+            assert len(buffers) == 24
+            assert len({id(b) for b in buffers}) <= POOL_BUFFERS + 2
+        finally:
+            w.close()
+            server.close()
+            await server.wait_closed()
 
     run(main())

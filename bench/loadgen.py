@@ -1,0 +1,204 @@
+"""A produce load generator meant to run in its own process, on its own core.
+
+``python -m bench.loadgen --port P --topic T ...`` builds its ProduceRequests
+once (:func:`build_frames`: one v2 batch of ``record-bytes`` values per
+partition, about ``request-bytes`` each, encoded once with
+``broker.protocol``), then replays them round-robin over one connection,
+keeping at most ``window`` requests in flight, until ``requests`` were
+answered or ``seconds`` passed. Replaying is legal: non-idempotent batches
+carry base offset 0 and the broker assigns offsets; it patches its own
+receive buffer, never the sender's bytes.
+
+Prints one JSON line: requests, records, bytes answered, elapsed seconds,
+per-request latencies (send to answer) p50/p99 in ms, error codes seen.
+``--cpu N`` pins the process to that core first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import socket
+import struct
+import threading
+import time
+from typing import Any
+
+from broker.protocol import decode_response
+from broker.protocol.messages import ProduceRequest
+from broker.records.builder import build_v2_batch
+from broker.records.record import SimpleRecord
+
+_SIZE = struct.Struct(">i")
+NOW_MS = int(time.time() * 1000)
+
+
+def build_batch(request_bytes: int, record_bytes: int) -> tuple[bytes, int]:
+    """A v2 batch of null-key records with ``record_bytes`` values, at most
+    ``request_bytes`` long (as many records as fit); returns it and its record count."""
+    value = (b"0123456789abcdefghijklmnopqrstuvwxyz" * (record_bytes // 36 + 1))[:record_bytes]
+    one = len(build_v2_batch([SimpleRecord(NOW_MS, None, value)] * 2).buffer) - len(
+        build_v2_batch([SimpleRecord(NOW_MS, None, value)]).buffer
+    )
+    count = max(1, (request_bytes - 61) // (one + 2))
+    while True:
+        built = build_v2_batch([SimpleRecord(NOW_MS, None, value) for _ in range(count)])
+        if len(built.buffer) <= request_bytes or count == 1:
+            return bytes(built.buffer), count
+        count -= max(1, (len(built.buffer) - request_bytes) // one)
+
+
+def build_frames(
+    topic: str, partitions: int, request_bytes: int, record_bytes: int, acks: int, version: int = 9
+) -> tuple[list[bytes], int]:
+    """One whole request frame per partition; returns them and records per frame."""
+    from broker.protocol import encode_request
+
+    batch, count = build_batch(request_bytes, record_bytes)
+    frames = []
+    for p in range(partitions):
+        request = ProduceRequest(
+            transactional_id=None,
+            acks=acks,
+            timeout_ms=30_000,
+            topic_data=[
+                ProduceRequest.TopicProduceData(
+                    name=topic,
+                    partition_data=[ProduceRequest.PartitionProduceData(index=p, records=batch)],
+                )
+            ],
+        )
+        frames.append(encode_request(version, p + 1, "loadgen", request).to_bytes())
+    return frames, count
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def run(
+    port: int,
+    frames: list[bytes],
+    records_per_frame: int,
+    *,
+    window: int,
+    requests: int,
+    seconds: float,
+    warmup: int = 0,
+    version: int = 9,
+) -> dict[str, Any]:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+    slots = threading.Semaphore(window)
+    sent_at: collections.deque[float] = collections.deque()
+    latencies: list[float] = []
+    errors: collections.Counter[int] = collections.Counter()
+    answered = [0]
+    stop = threading.Event()
+    started = [0.0]
+
+    sent = [0]
+    sending_done = threading.Event()
+
+    def reader() -> None:
+        buf = bytearray()
+        rsock = sock.dup()  # its own timeout; the sender blocks as long as it must
+        rsock.settimeout(0.5)
+        while not (sending_done.is_set() and answered[0] >= sent[0]):
+            try:
+                chunk = rsock.recv(1 << 18)
+            except TimeoutError:
+                continue
+            if not chunk:
+                errors[-999] += 1  # the broker closed the connection
+                stop.set()
+                break
+            buf += chunk
+            while len(buf) >= 4:
+                (size,) = _SIZE.unpack_from(buf, 0)
+                if len(buf) < 4 + size:
+                    break
+                _, body = decode_response(0, version, bytes(buf[4 : 4 + size]))
+                del buf[: 4 + size]
+                now = time.perf_counter()
+                t0 = sent_at.popleft()
+                for td in body.responses:
+                    for p in td.partition_responses:
+                        errors[p.error_code] += 1
+                answered[0] += 1
+                if answered[0] == warmup:
+                    started[0] = now
+                elif answered[0] > warmup:
+                    latencies.append((now - t0) * 1000)
+                slots.release()
+        rsock.close()
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    deadline = time.perf_counter() + seconds
+    if warmup == 0:
+        started[0] = time.perf_counter()
+    while sent[0] < warmup + requests and not stop.is_set():
+        if time.perf_counter() > deadline:
+            break
+        if not slots.acquire(timeout=1):
+            continue
+        sent_at.append(time.perf_counter())
+        sock.sendall(frames[sent[0] % len(frames)])
+        sent[0] += 1
+    sending_done.set()
+    thread.join(timeout=60)
+    elapsed = time.perf_counter() - started[0]
+    sock.close()
+    done = max(answered[0] - warmup, 0)
+    frame_bytes = sum(len(f) for f in frames) / len(frames)
+    return {
+        "requests": done,
+        "records": done * records_per_frame,
+        "bytes": done * frame_bytes,
+        "elapsed": elapsed,
+        "p50_ms": percentile(latencies, 0.50),
+        "p99_ms": percentile(latencies, 0.99),
+        "errors": {str(k): v for k, v in errors.items()},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--partitions", type=int, default=1)
+    parser.add_argument("--request-bytes", type=int, default=1_000_000)
+    parser.add_argument("--record-bytes", type=int, default=100)
+    parser.add_argument("--acks", type=int, default=1)
+    parser.add_argument("--window", type=int, default=4)
+    parser.add_argument("--requests", type=int, default=500)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--cpu", type=int, default=-1)
+    args = parser.parse_args()
+    if args.cpu >= 0:
+        os.sched_setaffinity(0, {args.cpu})
+    frames, count = build_frames(
+        args.topic, args.partitions, args.request_bytes, args.record_bytes, args.acks
+    )
+    result = run(
+        args.port,
+        frames,
+        count,
+        window=args.window,
+        requests=args.requests,
+        seconds=args.seconds,
+        warmup=args.warmup,
+    )
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
