@@ -49,9 +49,9 @@ from broker.records.builder import build_v2_batch
 from broker.records.iterate import iter_batches
 from broker.records.record import SimpleRecord
 from tests.integration.harness import BrokerProcess
-from tests.integration.netutil import (
+from tests.integration.wire import (
     RawClient,
-    auto_create,
+    ensure_topic,
     fetch_request,
     only_partition,
     produce_request,
@@ -126,12 +126,12 @@ def produce(broker: BrokerProcess, total: int) -> None:
     ts = int(time.time() * 1000)
     filler = b"v" * (VALUE_SIZE - 10)
     with RawClient(broker.port, client_id="bench-producer") as client:
-        auto_create(client, TOPIC)
+        ensure_topic(client, TOPIC)
         pending = 0
         for base in range(0, total, PER_BATCH):
             n = min(PER_BATCH, total - base)
             records = [SimpleRecord(ts, None, b"%010d" % (base + i) + filler) for i in range(n)]
-            client.send(produce_request(TOPIC, 0, bytes(build_v2_batch(records).buffer)), 9)
+            client.send(produce_request({(TOPIC, 0): build_v2_batch(records).buffer}), 9)
             pending += 1
             if pending == 16:  # a bounded window of requests in flight
                 check_produced(client.recv())

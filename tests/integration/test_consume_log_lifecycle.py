@@ -27,24 +27,17 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.errors import ErrorCode
 from tests.integration.harness import BrokerProcess
-from tests.integration.netutil import (
-    RawClient,
-    fetch_request,
-    metric_value,
-    only_partition,
-    produce,
-    wait_for,
-)
+from tests.integration.netutil import metric_sum, produce
+from tests.integration.producers import PRODUCERS, Msg
 from tests.integration.readback import (
     BEGINNING,
-    PRODUCERS,
     Got,
-    Sent,
     consume_aiokafka,
     consume_confluent,
     consume_kafka_python,
     consume_kcat,
 )
+from tests.integration.wire import RawClient, fetch_request, only_partition, wait_for
 
 pytestmark = [
     pytest.mark.integration,
@@ -78,8 +71,8 @@ READERS: dict[str, Reader] = {
 }
 
 
-def records(tag: str, n: int) -> list[Sent]:
-    return [Sent(f"{tag}-{i}".encode(), f"{tag} value {i} ".encode() * 3) for i in range(n)]
+def records(tag: str, n: int) -> list[Msg]:
+    return [Msg(0, f"{tag}-{i}".encode(), f"{tag} value {i} ".encode() * 3) for i in range(n)]
 
 
 # ---- restart ----------------------------------------------------------------------------------
@@ -89,7 +82,7 @@ def test_read_everything_across_segments_after_a_restart(tmp_path: Path) -> None
     data = tmp_path / "data"
     data.mkdir()
     topic = "restart"
-    sent: list[Sent] = []
+    sent: list[Msg] = []
     #: (client, magic, codec) writing 3 rounds of 8 records each, before and after the restart
     before = [("confluent", 2, "lz4"), ("kafka-python", 1, "gzip"), ("kafka-python", 0, "none")]
     after = [("aiokafka", 2, "snappy"), ("kcat", 2, "gzip"), ("confluent", 0, "snappy")]
@@ -98,9 +91,8 @@ def test_read_everything_across_segments_after_a_restart(tmp_path: Path) -> None
         for client, magic, codec in writers:
             tag = f"{client}-v{magic}-{codec}"
             batch = records(tag, 24)
-            PRODUCERS[client](
-                bootstrap, topic, [batch[:8], batch[8:16], batch[16:]], magic=magic, codec=codec
-            )
+            for part in (batch[:8], batch[8:16], batch[16:]):  # a producer each: three batches
+                PRODUCERS[client](bootstrap, topic, part, magic=magic, codec=codec, acks=1)
             sent.extend(batch)
 
     first = BrokerProcess(data)
@@ -146,7 +138,7 @@ def retained(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerP
                 assert produce(client, topic, values) == base
 
         def log_start() -> float:
-            return metric_value(broker.metrics(), "kafka_log_start_offset", topic=topic)
+            return metric_sum(broker.metrics(), "kafka_log_start_offset", topic=topic)
 
         wait_for(lambda: log_start() > 0, 15, "retention to delete a segment")
         # settled: unchanged over several retention checks

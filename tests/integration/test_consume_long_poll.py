@@ -28,15 +28,9 @@ from broker.errors import ErrorCode
 from broker.records.iterate import iter_records
 from tests.aio import run
 from tests.integration.harness import BrokerProcess
-from tests.integration.netutil import (
-    RawClient,
-    fetch_request,
-    metric_value,
-    only_partition,
-    produce,
-    topic_id,
-)
+from tests.integration.netutil import metric_sum, produce
 from tests.integration.readback import kafka_python
+from tests.integration.wire import RawClient, fetch_request, only_partition, topic_id_of
 
 pytestmark = [
     pytest.mark.integration,
@@ -69,7 +63,7 @@ def new_topic(broker: BrokerProcess) -> str:
 
 
 def fetches_answered(broker: BrokerProcess) -> float:
-    return metric_value(broker.metrics(), "kafka_requests_total", request="Fetch")
+    return metric_sum(broker.metrics(), "kafka_requests_total", request="Fetch")
 
 
 def check_wakes_up(broker: BrokerProcess, topic: str, waiter: Any) -> None:
@@ -220,7 +214,7 @@ def test_idle_fetch_returns_empty_at_deadline(broker: BrokerProcess, version: in
     topic = new_topic(broker)
     with RawClient(broker.port) as client:
         produce(client, topic, [b"a", b"b"])  # the log end is 2
-        tid = topic_id(client, topic) if version >= 13 else None
+        tid = topic_id_of(client, topic) if version >= 13 else None
         start = time.monotonic()
         response = client.call(fetch_request(topic, 0, 2, max_wait_ms=300, topic_id=tid), version)
         elapsed = time.monotonic() - start

@@ -49,24 +49,28 @@ import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.records.batch import CompressionType
-from broker.records.iterate import iter_batches
 from broker.records.record import Record
 from tests.integration.harness import HOST, BrokerProcess
-from tests.integration.netutil import RawClient, metric_value, produce_request, v2_batch
+from tests.integration.netutil import metric_sum, v2_batch
+from tests.integration.producers import PRODUCERS, Msg
 from tests.integration.prometheus_server import PrometheusProcess
 from tests.integration.readback import (
     BEGINNING,
-    PRODUCERS,
-    Sent,
     consume_confluent,
     consume_kafka_python,
     kafka_python,
+)
+from tests.integration.wire import (
+    RawClient,
+    StoredBatch,
+    produce_request,
+    stored_batches,
+    stored_records,
 )
 
 pytestmark = [
@@ -143,7 +147,7 @@ def client_software(case: Case) -> tuple[str, str]:
     return "librdkafka", match.group(1)
 
 
-def rounds_for(case: Case, now_ms: int) -> list[list[Sent]]:
+def rounds_for(case: Case, now_ms: int) -> list[list[Msg]]:
     out = []
     for r in range(ROUNDS):
         batch = []
@@ -153,7 +157,7 @@ def rounds_for(case: Case, now_ms: int) -> list[list[Sent]]:
             timestamp = None
             if case.magic >= 1 and case.client != "kcat":
                 timestamp = now_ms + r * 1000 + i
-            batch.append(Sent(key, value, (), timestamp))
+            batch.append(Msg(0, key, value, (), timestamp))
         out.append(batch)
     return out
 
@@ -182,7 +186,7 @@ def v2_record_size(timestamp_delta: int, offset_delta: int, key: bytes | None, v
     return varint_size(body) + body
 
 
-def v2_records_size(sent: Sequence[Sent], stored: Sequence[Record]) -> int:
+def v2_records_size(sent: Sequence[Msg], stored: Sequence[Record]) -> int:
     """The records of one v2 batch (timestamps as stored: -1 for magic 0, kcat's own)."""
     base = stored[0].timestamp
     return sum(
@@ -207,7 +211,7 @@ def legacy_entry_size(magic: int, key: bytes | None, value: bytes | None) -> int
     )
 
 
-def produce_temporary_memory(case: Case, sent: Sequence[Sent], stored: Sequence[Record]) -> int:
+def produce_temporary_memory(case: Case, sent: Sequence[Msg], stored: Sequence[Record]) -> int:
     """``RecordValidationStats.temporaryMemoryBytes`` of one produce request (one batch)."""
     rebuilt = V2_HEADER + v2_records_size(sent, stored)  # builder.uncompressedBytesWritten()
     if case.magic == 2:
@@ -227,15 +231,15 @@ def produce_temporary_memory(case: Case, sent: Sequence[Sent], stored: Sequence[
     return source + rebuilt
 
 
-def fetch_temporary_memory(batches: Sequence[tuple[int, int, list[Record]]], to_magic: int) -> int:
+def fetch_temporary_memory(batches: Sequence[StoredBatch], to_magic: int) -> int:
     """``RecordsUtil.downConvert``: each batch read + what its legacy builder wrote
     (a wrapper header for compressed batches, then every entry)."""
     total = 0
-    for size, codec, records in batches:
-        total += size
-        if codec != 0:
+    for b in batches:
+        total += b.header.size_in_bytes
+        if b.header.compression_type != 0:
             total += LOG_OVERHEAD + (14 if to_magic == 0 else 22)
-        total += sum(legacy_entry_size(to_magic, r.key, r.value) for r in records)
+        total += sum(legacy_entry_size(to_magic, r.key, r.value) for r in b.records)
     return total
 
 
@@ -299,24 +303,12 @@ def snapshot(prometheus: PrometheusProcess) -> Snapshot:
 
 def synced(broker: BrokerProcess, prometheus: PrometheusProcess) -> Snapshot:
     """Wait until Prometheus has scraped every request the broker has answered, then read it."""
-    answered = metric_value(broker.metrics(), "kafka_requests_total")
+    answered = metric_sum(broker.metrics(), "kafka_requests_total")
     deadline = time.monotonic() + 20
     while (prometheus.scalar('sum(kafka_requests_total{job="broker"})') or 0) < answered:
         assert time.monotonic() < deadline, "Prometheus did not catch up with the broker"
         time.sleep(0.1)
     return snapshot(prometheus)
-
-
-def stored(data_dir: Path, topic: str) -> list[tuple[int, int, list[Record]]]:
-    """(size, codec, records) of every stored batch of partition 0."""
-    out = []
-    for path in sorted((data_dir / f"{topic}-0").glob("*.log")):
-        data = path.read_bytes()
-        out += [
-            (b.size_in_bytes, b.compression_type, b.records())
-            for b in iter_batches(data, file=True)
-        ]
-    return out
 
 
 def produce_cases(run: Run, cases: Sequence[Case]) -> tuple[int, int]:
@@ -331,15 +323,18 @@ def produce_cases(run: Run, cases: Sequence[Case]) -> tuple[int, int]:
     memory = 0
     requests = 0
     for case in cases:
-        before = len(stored(data_dir, case.topic))
+        before = len(stored_batches(data_dir, case.topic, 0))
         rounds = rounds_for(case, int(time.time() * 1000))
-        PRODUCERS[case.client](
-            run.broker.bootstrap, case.topic, rounds, magic=case.magic, codec=case.codec
-        )
-        batches = stored(data_dir, case.topic)[before:]
+        for batch in rounds:  # a producer per round
+            PRODUCERS[case.client](
+                run.broker.bootstrap, case.topic, batch, magic=case.magic, codec=case.codec, acks=1
+            )
+        batches = stored_batches(data_dir, case.topic, 0)[before:]
         sent = [s for r in rounds for s in r]
-        assert [(r.key, r.value) for b in batches for r in b[2]] == [(s.key, s.value) for s in sent]
-        for _, _, records in batches:
+        assert [(r.key, r.value) for b in batches for r in b.records] == [
+            (s.key, s.value) for s in sent
+        ]
+        for records in (b.records for b in batches):
             mine, sent = sent[: len(records)], sent[len(records) :]
             memory += produce_temporary_memory(case, mine, records)
         requests += len(batches)
@@ -362,11 +357,11 @@ def produce_mixed(run: Run, converted_first: bool) -> int:
     if not converted_first:
         parts.reverse()
     with RawClient(run.broker.port) as client:
-        response = client.call(produce_request(*parts[0], more=parts[1:]), 9)
+        response = client.call(produce_request({(t, p): r for t, p, r in parts}), 9)
     for t in response.responses:
         assert [p.error_code for p in t.partition_responses] == [0], t
-    (_, _, records) = stored(run.broker.data_dir, "conv-gzip")[-1]
-    rebuilt = produce_temporary_memory(converted, [Sent(None, v) for v in values], records)
+    records = stored_batches(run.broker.data_dir, "conv-gzip", 0)[-1].records
+    rebuilt = produce_temporary_memory(converted, [Msg(0, None, v) for v in values], records)
     # the last partition's value wins: the in-place one records 0
     return rebuilt if not converted_first else 0
 
@@ -396,11 +391,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
             r.snapshots["B"] = synced(broker, prometheus)
 
             # C: old consumers make the broker down-convert, a v2 consumer does not
-            gzip_batches = stored(data, "conv-gzip")
-            none_batches = stored(data, "conv-none")
+            gzip_batches = stored_batches(data, "conv-gzip", 0)
+            none_batches = stored_batches(data, "conv-none", 0)
             r.fetch_conversions = {
-                "conv-gzip": sum(len(b[2]) for b in gzip_batches),
-                "conv-none": sum(len(b[2]) for b in none_batches),
+                "conv-gzip": sum(len(b.records) for b in gzip_batches),
+                "conv-none": sum(len(b.records) for b in none_batches),
                 "conv-producer": 0,
             }
             r.fetch_memory = fetch_temporary_memory(gzip_batches, 1) + fetch_temporary_memory(
@@ -411,7 +406,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
                 consume_kafka_python(
                     broker.bootstrap, {topic: 0}, {topic: n}, api_version=api_version
                 )
-            n = sum(len(b[2]) for b in stored(data, "conv-producer"))
+            n = len(stored_records(data, "conv-producer", 0))
             consume_confluent(broker.bootstrap, {"conv-producer": BEGINNING}, {"conv-producer": n})
             r.snapshots["C"] = synced(broker, prometheus)
 
@@ -579,8 +574,8 @@ def test_promtool_accepts_the_exposition_after_traffic(run: Run) -> None:
     text = run.exposition
     # the traffic above is in it: conversions of both kinds, histograms of both APIs
     for request in ("Produce", "Fetch"):
-        assert metric_value(text, "kafka_client_message_conversions_total", request=request) > 0
-        assert metric_value(text, "kafka_request_temporary_memory_bytes_sum", request=request) > 0
+        assert metric_sum(text, "kafka_client_message_conversions_total", request=request) > 0
+        assert metric_sum(text, "kafka_request_temporary_memory_bytes_sum", request=request) > 0
     lint = subprocess.run(
         ["promtool", "check", "metrics"],
         input=text,

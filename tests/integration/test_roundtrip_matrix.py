@@ -1,10 +1,10 @@
 """Round trips: what one real client wrote, every real client reads back.
 
 Writers: confluent-kafka, kcat, kafka-python and aiokafka, in every message
-format and codec each can send (``readback.FORMATS``: magic 0/1/2,
+format and codec each can send (``producers.FORMATS``: magic 0/1/2,
 none/gzip/snappy/lz4/zstd), into CreateTime topics, and one case per client
 and format into LogAppendTime topics -- one topic per case, six records in
-two batches (two flushes), keys (one null), values (one null, UTF-8 text),
+two batches (one producer each), keys (one null), values (one null, UTF-8 text),
 headers with duplicates, empty and null values (magic 2), CreateTime
 timestamps out of order (magic 1/2; kcat stamps its own).
 
@@ -35,26 +35,23 @@ from broker.errors import ErrorCode
 from broker.records.batch import NO_TIMESTAMP, TimestampType
 from broker.records.record import Record
 from tests.integration.harness import HOST, BrokerProcess
-from tests.integration.netutil import (
-    RawClient,
-    VersionCapProxy,
-    fetch_request,
-    metric_samples,
-    only_partition,
-)
+from tests.integration.netutil import metric_samples
+from tests.integration.producers import FORMATS, MAGIC1_CAPS, PRODUCERS, Msg
 from tests.integration.readback import (
     BEGINNING,
     CREATE_TIME,
-    FORMATS,
     LOG_APPEND_TIME,
-    MAGIC1_CAPS,
-    PRODUCERS,
     Got,
-    Sent,
     consume_aiokafka,
     consume_confluent,
     consume_kafka_python,
     consume_kcat,
+)
+from tests.integration.wire import (
+    CaptureProxy,
+    RawClient,
+    fetch_request,
+    only_partition,
     stored_records,
 )
 
@@ -103,7 +100,7 @@ CASES = [
 ] + [Case(client, magic, codec, True) for (client, magic), codec in LAT_CASES.items()]
 
 
-def records_for(case: Case, now_ms: int) -> list[Sent]:
+def records_for(case: Case, now_ms: int) -> list[Msg]:
     out = []
     for i in range(RECORDS):
         key = None if i == 2 else f"{case.topic}/key-{i}".encode()
@@ -125,14 +122,14 @@ def records_for(case: Case, now_ms: int) -> list[Sent]:
         timestamp = None
         if case.magic >= 1 and case.client != "kcat":
             timestamp = now_ms - 3_600_000 + TIME_ORDER[i] * 1000
-        out.append(Sent(key, value, headers, timestamp))
+        out.append(Msg(0, key, value, headers, timestamp))
     return out
 
 
 @dataclass
 class Produced:
     case: Case
-    sent: list[Sent]
+    sent: list[Msg]
     stored: list[Record]
     #: wall-clock ms around the produce call
     before: int
@@ -164,7 +161,7 @@ def matrix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Matrix]:
     data = tmp_path_factory.mktemp("roundtrip") / "data"
     data.mkdir()
     broker = BrokerProcess(data)
-    proxy = VersionCapProxy(broker.port, MAGIC1_CAPS)
+    proxy = CaptureProxy(broker.port, caps=MAGIC1_CAPS)
     # every client goes through the proxy; it caps Produce at v2 for magic1-* client ids
     broker.overrides["advertised.listeners"] = f"PLAINTEXT://{HOST}:{proxy.port}"
     bootstrap = f"{HOST}:{proxy.port}"
@@ -186,22 +183,24 @@ def matrix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Matrix]:
             )
             for f in futures.values():
                 f.result(15)
+            del admin, futures  # its background connections end with it
             produced = {}
             now_ms = int(time.time() * 1000)
             for case in CASES:
                 sent = records_for(case, now_ms)
                 versions = request_versions(broker, "Produce")
                 before = int(time.time() * 1000)
-                PRODUCERS[case.client](
-                    bootstrap, case.topic, [sent[:3], sent[3:]], magic=case.magic, codec=case.codec
-                )
+                for batch in (sent[:3], sent[3:]):  # two producers: two batches
+                    PRODUCERS[case.client](
+                        bootstrap, case.topic, batch, magic=case.magic, codec=case.codec, acks=1
+                    )
                 after = int(time.time() * 1000)
                 # the client wrote the format it was made to: Produce v0-v1 carry
                 # magic 0, v2 magic 1, v3+ magic 2 (ProduceRequest.requiredMagicForVersion)
                 used = used_versions(versions, request_versions(broker, "Produce"))
                 allowed = {0: {0, 1}, 1: {2}, 2: set(range(3, 12))}[case.magic]
                 assert used and used <= allowed, (case, used)
-                stored = stored_records(data, case.topic)
+                stored = stored_records(data, case.topic, 0)
                 produced[case.topic] = Produced(case, sent, stored, before, after)
             yield Matrix(broker, bootstrap, produced)
             assert "Traceback" not in broker.log(), broker.log()
