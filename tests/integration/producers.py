@@ -44,8 +44,10 @@ KAFKA_PYTHON_API_VERSION: dict[int, tuple[int, ...] | None] = {0: (0, 8, 2), 1: 
 class Msg:
     partition: int
     key: bytes | None
-    value: bytes
-    headers: tuple[tuple[str, bytes], ...] = ()
+    #: None: a null value (a tombstone)
+    value: bytes | None
+    #: a None header value is a null one (kafka-python refuses those)
+    headers: tuple[tuple[str, bytes | None], ...] = ()
     #: the CreateTime the client is asked to set; None lets the client stamp it
     timestamp: int | None = None
 
@@ -135,20 +137,27 @@ def produce_kcat(
     acks: int,
     idempotent: bool = False,
 ) -> None:
-    """One kcat run per partition; keys via ``-K``, one shared header set via
-    ``-H`` (kcat cannot vary headers per message, nor set timestamps)."""
+    """One kcat run per partition; keys via ``-K`` (a line without the tab has a
+    null key), null values via ``-Z`` (an empty value is sent as null), one
+    shared header set via ``-H`` (``-H name`` alone: a null value; kcat cannot
+    vary headers per message, nor set timestamps)."""
     config = librdkafka_config(magic, codec, acks, idempotent)
     for partition in sorted({m.partition for m in msgs}):
         part = [m for m in msgs if m.partition == partition]
         headers = {m.headers for m in part}
         assert len(headers) == 1, "kcat sends one header set per run"
-        assert all(m.key is not None and m.timestamp is None for m in part)
-        args = ["kcat", "-P", "-b", bootstrap, "-t", topic, "-p", str(partition), "-K", "\t"]
+        assert all(m.timestamp is None for m in part), "kcat stamps its own timestamps"
+        assert all(m.value != b"" for m in part), "-Z turns empty values into nulls"
+        args = ["kcat", "-P", "-b", bootstrap, "-t", topic, "-p", str(partition), "-K", "\t", "-Z"]
         for k, v in next(iter(headers)):
-            args += ["-H", f"{k}={v.decode()}"]
+            args += ["-H", k if v is None else f"{k}={v.decode()}"]
         for key, value in config.items():
             args += ["-X", f"{key}={str(value).lower() if isinstance(value, bool) else value}"]
-        stdin = b"".join(m.key + b"\t" + m.value + b"\n" for m in part)  # type: ignore[operator]
+        lines = [
+            (m.value or b"") if m.key is None else m.key + b"\t" + (m.value or b"") for m in part
+        ]
+        assert not any(b"\n" in line for line in lines)
+        stdin = b"".join(line + b"\n" for line in lines)
         done = subprocess.run(args, input=stdin, capture_output=True, timeout=60, check=False)
         assert done.returncode == 0, done.stderr.decode()
         assert b"ERROR" not in done.stderr and b"failed" not in done.stderr, done.stderr.decode()

@@ -25,6 +25,7 @@ import socket
 import struct
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,17 +168,26 @@ def produce_request(
 
 
 def fetch_request(
-    topic: str, partition: int, offset: int, *, max_bytes: int = 4 << 20, max_wait_ms: int = 0
+    topic: str,
+    partition: int,
+    offset: int,
+    *,
+    max_bytes: int = 4 << 20,
+    max_wait_ms: int = 0,
+    min_bytes: int = 1,
+    topic_id: uuid.UUID | None = None,
 ) -> Any:
+    """One partition; ``topic_id`` names the topic in v13+ (:func:`topic_id_of`)."""
     return FetchRequest(
         replica_id=-1,
         max_wait_ms=max_wait_ms,
-        min_bytes=1,
+        min_bytes=min_bytes,
         max_bytes=max_bytes,
         isolation_level=0,
         topics=[
             FetchRequest.FetchTopic(
                 topic=topic,
+                topic_id=topic_id if topic_id is not None else uuid.UUID(int=0),
                 partitions=[
                     FetchRequest.FetchPartition(
                         partition=partition, fetch_offset=offset, partition_max_bytes=max_bytes
@@ -201,6 +211,21 @@ def ensure_topic(client: RawClient, topic: str) -> int:
     (t,) = md.topics
     assert t.error_code == 0, t
     return len(t.partitions)
+
+
+def topic_id_of(client: RawClient, topic: str) -> uuid.UUID:
+    """The id of an existing topic (Metadata v12)."""
+    md = client.call(
+        MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+            allow_auto_topic_creation=False,
+        ),
+        12,
+    )
+    (t,) = md.topics
+    assert t.error_code == 0, t
+    assert isinstance(t.topic_id, uuid.UUID), t.topic_id
+    return t.topic_id
 
 
 def only_partition(response: Any) -> Any:
@@ -356,7 +381,12 @@ class CaptureProxy:
             except OSError:
                 return
             client.settimeout(None)
-            upstream = socket.create_connection((HOST, self.target_port), timeout=10)
+            try:
+                upstream = socket.create_connection((HOST, self.target_port), timeout=10)
+            except OSError:
+                # the broker is down (stopped, restarting): refuse this client, keep serving
+                client.close()
+                continue
             upstream.settimeout(None)
             with self._lock:
                 self._socks += [client, upstream]
