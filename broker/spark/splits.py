@@ -1,0 +1,143 @@
+"""Cutting the selected segments into input partitions (one Spark task each).
+
+One split per segment file, from its first byte to its end, except:
+
+* an offset filter with a lower bound starts the split at the offset index
+  entry for that offset (``OffsetIndex.lookup``: the largest entry whose
+  offset is <= the target; reference §3.2), so the batches before it are
+  never read;
+* a segment larger than ``max_bytes`` is cut at batch boundaries taken from
+  its offset index: the first index position at least ``max_bytes`` past the
+  previous cut. Every position used is checked first (a whole entry of a
+  known magic with a matching CRC starts there, and for a lookup its last
+  offset is not past the entry's): an index that lies costs speed, never
+  records.
+
+A split reads the entries that *start* in ``[start, stop)``; the last entry
+may run past ``stop``, the next split starting exactly where it ends.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from broker.records.batch import MAGIC_V2
+from broker.records.buffers import ReadableBuffer
+from broker.records.entries import Entry, summarize
+from broker.spark.index_check import load_offset_index
+from broker.spark.layout import SegmentFile
+from broker.spark.segment_scan import SegmentBytes, is_plausible_start
+from broker.spark.selection import Selection
+
+DEFAULT_MAX_SPLIT_BYTES = 128 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentSplit:
+    """Entries of ``segment`` starting in ``[start, stop)`` (stop None: to the end)."""
+
+    segment: SegmentFile
+    start: int = 0
+    stop: int | None = None
+
+
+def _entry_summary(buf: ReadableBuffer, pos: int) -> tuple[int, int | None, int]:
+    """(magic, base offset or None, last offset) of the plausible entry at ``pos``."""
+    size = int.from_bytes(buf[pos + 8 : pos + 12], "big", signed=True) + 12
+    magic = buf[pos + 16]
+    s = summarize(buf, Entry(pos, size, magic, 0))
+    return magic, s.base_offset, s.last_offset
+
+
+def lookup_start(
+    buf: ReadableBuffer, file_size: int, entries: Sequence[tuple[int, int]], target: int
+) -> int:
+    """Where a scan for ``target`` may start: the position of the largest
+    trustworthy index entry whose offset is <= target, else 0."""
+    offsets = [o for o, _ in entries]
+    slot = bisect.bisect_right(offsets, target) - 1
+    while slot >= 0:
+        offset, position = entries[slot]
+        if is_plausible_start(buf, position, file_size):
+            _magic, _base, last = _entry_summary(buf, position)
+            if last <= offset:
+                return position
+        slot -= 1
+    return 0
+
+
+def plan_segment(segment: SegmentFile, selection: Selection, max_bytes: int) -> list[SegmentSplit]:
+    """The splits of one segment that may hold selected offsets."""
+    low = selection.offsets.effective_low()
+    high = selection.offsets.effective_high()
+    if segment.size == 0:
+        return [SegmentSplit(segment)]
+    needs_index = (low is not None and low > segment.base_offset) or segment.size > max_bytes
+    if not needs_index:
+        return [SegmentSplit(segment)]
+    entries = load_offset_index(segment.offset_index_path, segment.base_offset).entries
+    if not entries:
+        return [SegmentSplit(segment)]
+    with SegmentBytes(segment.path) as data:
+        buf = data.buf
+        view = memoryview(buf)
+        try:
+            start = 0
+            if low is not None and low > segment.base_offset:
+                start = lookup_start(view, data.size, entries, low)
+            cuts = [start]
+            positions = sorted({p for _, p in entries if p > start})
+            i = 0
+            while i < len(positions):
+                wanted = cuts[-1] + max_bytes
+                i = bisect.bisect_left(positions, wanted, lo=i)
+                while i < len(positions) and not is_plausible_start(view, positions[i], data.size):
+                    i += 1
+                if i == len(positions):
+                    break
+                position = positions[i]
+                magic, base, _last = _entry_summary(view, position)
+                if high is not None and magic == MAGIC_V2 and base is not None and base >= high:
+                    # every entry from here on holds offsets >= high
+                    return _splits(segment, cuts, stop=position)
+                cuts.append(position)
+                i += 1
+        finally:
+            view.release()
+    return _splits(segment, cuts, stop=None)
+
+
+def _splits(segment: SegmentFile, cuts: list[int], stop: int | None) -> list[SegmentSplit]:
+    bounds: list[int | None] = [*cuts[1:], stop]
+    return [SegmentSplit(segment, begin, end) for begin, end in zip(cuts, bounds, strict=True)]
+
+
+def plan(
+    segments: Sequence[SegmentFile],
+    selection: Selection,
+    max_bytes: int = DEFAULT_MAX_SPLIT_BYTES,
+    *,
+    whole_segments: bool = False,
+) -> list[SegmentSplit]:
+    """Splits of every segment the selection may need, in segment order.
+
+    ``whole_segments``: one split per segment, never cut nor started late
+    (the index level checks whole files).
+    """
+    if selection.nothing:
+        return []
+    low = selection.offsets.effective_low()
+    high = selection.offsets.effective_high()
+    out: list[SegmentSplit] = []
+    for segment in segments:
+        if not selection.wants_partition(segment.topic, segment.partition):
+            continue
+        if whole_segments:
+            out.append(SegmentSplit(segment))
+            continue
+        if not segment.may_hold(low, high):
+            continue
+        out.extend(plan_segment(segment, selection, max_bytes))
+    return out
