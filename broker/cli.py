@@ -17,6 +17,11 @@ from broker import __version__
 
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("serve", "broker.app", "Run the broker (Kafka protocol listener and metrics endpoint)."),
+    (
+        "pipeline",
+        "broker.spark.cli",
+        "Audit, export or convert log dirs with Spark (needs the 'spark' extra).",
+    ),
 )
 
 
