@@ -43,7 +43,7 @@ from broker.spark.plain import (
 )
 
 TABLES = ("segments", "partitions", "topics", "batch_kinds", "timeline", "problems")
-SEGMENT_KEYS = ["topic", "partition", "segment", "segment_base_offset"]
+SEGMENT_KEYS = ["log_dir", "topic", "partition", "segment", "segment_base_offset"]
 
 Log = Callable[[str], None]
 
@@ -86,19 +86,22 @@ def build_tables(
         options["maxPartitionBytes"] = str(max_partition_bytes)
     path_list = list(paths)
     batches = _reader(spark, "batches", options).load(path_list).cache()
-    index = _reader(spark, "index", {k: v for k, v in options.items() if k == "topics"}).load(
-        path_list
+    index = (
+        _reader(spark, "index", {k: v for k, v in options.items() if k == "topics"})
+        .load(path_list)
+        .cache()
     )
 
     wanted = set(topics) if topics else None
     listed = [
-        (s.topic, s.partition, s.path, s.base_offset, s.size)
+        (s.log_dir, s.topic, s.partition, s.path, s.base_offset, s.size)
         for s in discover(path_list)
         if wanted is None or s.topic in wanted
     ]
     segment_list = spark.createDataFrame(
         listed,
-        "topic string, partition int, segment string, segment_base_offset bigint, bytes bigint",
+        "log_dir string, topic string, partition int, segment string, "
+        "segment_base_offset bigint, bytes bigint",
     )
 
     readable = F.col("magic").isNotNull()
@@ -144,7 +147,7 @@ def build_tables(
         count_if(is_time & F.col("mismatch")).alias("time_index_mismatches"),
     )
 
-    in_log_order = Window.partitionBy("topic", "partition").orderBy(
+    in_log_order = Window.partitionBy("log_dir", "topic", "partition").orderBy(
         "segment_base_offset", "position"
     )
     ordered = (
@@ -169,12 +172,16 @@ def build_tables(
     )
     segments = segments.cache()
 
-    partitions = _roll_up(segments, ["topic", "partition"], F).withColumnRenamed("rows", "segments")
+    partitions = _roll_up(segments, ["log_dir", "topic", "partition"], F).withColumnRenamed(
+        "rows", "segments"
+    )
     topics_df = (
         _roll_up(segments, ["topic"], F)
         .withColumnRenamed("rows", "segments")
         .join(
-            segments.groupBy("topic").agg(F.countDistinct("partition").alias("partitions")),
+            segments.groupBy("topic").agg(
+                F.countDistinct("log_dir", "partition").alias("partitions")
+            ),
             ["topic"],
         )
     )
@@ -266,6 +273,8 @@ def build_tables(
     )
     return {
         "batches": batches,
+        "index": index,
+        "gaps": gaps,
         "segments": segments,
         "partitions": partitions,
         "topics": topics_df,
@@ -335,7 +344,8 @@ def run(
 
         report_path = write_report(out_dir, paths)
         log(f"audit: report -> {report_path}")
-    frames["batches"].unpersist()
+    for cached in ("batches", "index", "gaps", "segments"):
+        frames[cached].unpersist()
     return AuditOutput(out_dir, written, report_path, totals)
 
 

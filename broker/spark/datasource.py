@@ -31,8 +31,9 @@ A path is a log dir, a ``<topic>-<partition>`` folder or a segment file
                        that cannot be set
 =====================  ===================================================
 
-One input partition per segment file (or per piece of a large one). Rows
-reach Spark as Arrow record batches.
+One input partition per segment file (or per piece of a large one); at the
+index level, which reads headers only, one per partition folder. Rows reach
+Spark as Arrow record batches.
 """
 
 from __future__ import annotations
@@ -49,7 +50,13 @@ from broker.spark import schemas
 from broker.spark.layout import discover, split_paths
 from broker.spark.rows import DEFAULT_ROWS_PER_BATCH, ReadOptions, read_split
 from broker.spark.selection import Selection, apply_filter, from_options
-from broker.spark.splits import DEFAULT_MAX_SPLIT_BYTES, SegmentSplit, plan
+from broker.spark.splits import (
+    DEFAULT_MAX_SPLIT_BYTES,
+    FolderSplit,
+    SegmentSplit,
+    plan,
+    plan_folders,
+)
 
 NAME = "kafka-log"
 
@@ -115,9 +122,10 @@ class ReaderConfig:
 
 
 class SplitPartition(InputPartition):
-    """One Spark task: a segment file or a piece of one (``splits.py``)."""
+    """One Spark task: a segment file or a piece of one; at the index level a
+    partition folder (``splits.py``)."""
 
-    def __init__(self, split: SegmentSplit | None) -> None:
+    def __init__(self, split: SegmentSplit | FolderSplit | None) -> None:
         super().__init__(split)
         self.split = split
 
@@ -129,13 +137,11 @@ class KafkaLogReader(DataSourceReader):
         self.config = config
         self.selection = config.selection
 
-    def planned_splits(self) -> list[SegmentSplit]:
-        return plan(
-            discover(self.config.paths),
-            self.selection,
-            self.config.max_split_bytes,
-            whole_segments=self.config.level == schemas.LEVEL_INDEX,
-        )
+    def planned_splits(self) -> Sequence[SegmentSplit | FolderSplit]:
+        segments = discover(self.config.paths)
+        if self.config.level == schemas.LEVEL_INDEX:
+            return plan_folders(segments, self.selection)
+        return plan(segments, self.selection, self.config.max_split_bytes)
 
     def partitions(self) -> Sequence[InputPartition]:
         splits = self.planned_splits()

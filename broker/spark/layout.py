@@ -40,6 +40,13 @@ class SegmentFile:
     next_base_offset: int | None
 
     @property
+    def log_dir(self) -> str:
+        """The log dir holding the partition folder (two partition folders of one
+        topic-partition in different log dirs are different logs: replicas,
+        copies, a conversion's source and result)."""
+        return str(Path(self.path).parent.parent)
+
+    @property
     def offset_index_path(self) -> str:
         return str(files.offset_index_file(Path(self.path).parent, self.base_offset))
 

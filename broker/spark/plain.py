@@ -9,6 +9,10 @@ tests hold the two to equality and the benchmark times one against the
 other. Framing of damaged files (``segment_scan.frame``) and the index rules
 (``index_check``) are shared: they define what the audit looks for.
 
+A partition is a partition folder, keyed (log dir, topic, partition): the
+same topic-partition in two log dirs (replicas, a copy, a conversion's source
+and result) is two logs, audited apart; topics add up all their folders.
+
 Definitions (per segment; partitions and topics add their segments up):
 
 =========================  ====================================================
@@ -185,6 +189,7 @@ def _decode(buf: Any, entry: Entry, verify_crc: bool, max_bytes: int) -> _Decode
 
 def _segment_row(seg: SegmentFile) -> Row:
     row: Row = {
+        "log_dir": seg.log_dir,
         "topic": seg.topic,
         "partition": seg.partition,
         "segment": seg.path,
@@ -209,6 +214,7 @@ def _problem(
     seg: SegmentFile, position: int | None, offset: int | None, kind: str, detail: str
 ) -> Row:
     return {
+        "log_dir": seg.log_dir,
         "topic": seg.topic,
         "partition": seg.partition,
         "segment": seg.path,
@@ -361,6 +367,7 @@ def audit_segment(
     for (magic, codec), kind in sorted(kinds.items()):
         tables.batch_kinds.append(
             {
+                "log_dir": seg.log_dir,
                 "topic": seg.topic,
                 "partition": seg.partition,
                 "segment": seg.path,
@@ -422,13 +429,13 @@ def audit(
 ) -> AuditTables:
     """Every table of the audit for the segments ``paths`` name."""
     tables = AuditTables()
-    walks: dict[tuple[str, int], PartitionWalk] = {}
+    walks: dict[tuple[str, str, int], PartitionWalk] = {}
     for seg in discover(paths):
-        walk = walks.setdefault((seg.topic, seg.partition), PartitionWalk())
+        walk = walks.setdefault((seg.log_dir, seg.topic, seg.partition), PartitionWalk())
         audit_segment(
             seg, tables, walk, verify_crc=verify_crc, max_decompressed_bytes=max_decompressed_bytes
         )
-    tables.partitions = roll_up(tables.segments, ("topic", "partition"), "segments")
+    tables.partitions = roll_up(tables.segments, ("log_dir", "topic", "partition"), "segments")
     per_topic = roll_up(tables.segments, ("topic",), "segments")
     partition_counts: dict[str, int] = defaultdict(int)
     for row in tables.partitions:

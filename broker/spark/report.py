@@ -355,7 +355,7 @@ def write_report(out_dir: Path, inputs: Sequence[str]) -> Path:
                 [
                     [
                         f"{p['topic']}-{p['partition']}",
-                        Path(p["segment"]).name,
+                        "/".join(Path(p["segment"]).parts[-3:]),
                         _num(p["position"]),
                         _num(p["offset"]),
                         str(PROBLEM_LABELS.get(p["kind"], p["kind"])),
@@ -372,7 +372,10 @@ def write_report(out_dir: Path, inputs: Sequence[str]) -> Path:
         out += ["None.", ""]
     out += ["## Topics", "", _group_table(topics, ["topic"]), ""]
     biggest = sorted(partitions, key=lambda p: -(p["bytes"] or 0))[:MAX_TABLE_ROWS]
-    out += ["## Partitions (largest first)", "", _group_table(biggest, ["topic", "partition"]), ""]
+    keys = ["topic", "partition"]
+    if len({p["log_dir"] for p in partitions}) > 1:
+        keys.insert(0, "log_dir")
+    out += ["## Partitions (largest first)", "", _group_table(biggest, keys), ""]
     if len(partitions) > len(biggest):
         out += [f"... and {len(partitions) - len(biggest):,} more in `partitions/`.", ""]
     out += [

@@ -39,7 +39,7 @@ from broker.spark.segment_scan import (
     header_facts,
 )
 from broker.spark.selection import Selection
-from broker.spark.splits import SegmentSplit
+from broker.spark.splits import FolderSplit, SegmentSplit
 
 DEFAULT_ROWS_PER_BATCH = 8192
 
@@ -282,6 +282,7 @@ def read_batches(
                 (
                     seg.topic,
                     seg.partition,
+                    seg.log_dir,
                     seg.path,
                     seg.base_offset,
                     facts.position,
@@ -339,53 +340,57 @@ def batch_extents(split: SegmentSplit) -> tuple[list[BatchExtent], int]:
 
 
 def read_index(
-    split: SegmentSplit, options: ReadOptions = ReadOptions(), stats: ScanStats | None = None
+    split: FolderSplit, options: ReadOptions = ReadOptions(), stats: ScanStats | None = None
 ) -> Iterator[Any]:
-    """Record batches of the ``index`` level: every index entry of the segment, checked."""
+    """Record batches of the ``index`` level: every index entry of every
+    segment of the folder, checked against its ``.log``."""
     stats = stats if stats is not None else ScanStats()
-    stats.segments.append(split.segment.path)
     chunks = _Chunks(schemas.LEVEL_INDEX, options.rows_per_batch, stats)
-    seg = split.segment
-    extents, log_size = batch_extents(split)
-    offset_index = load_offset_index(seg.offset_index_path, seg.base_offset)
-    time_index = load_time_index(seg.time_index_path, seg.base_offset)
-    findings = [
-        *check_offset_index(offset_index, extents, log_size),
-        *check_time_index(time_index, extents, segment_is_last=seg.is_last),
-    ]
-    for f in findings:
-        chunks.rows.append(
-            (
-                seg.topic,
-                seg.partition,
-                seg.path,
-                seg.base_offset,
-                f.index,
-                f.slot,
-                f.offset,
-                f.position,
-                f.timestamp,
-                f.problem,
-                f.mismatch,
+    for seg in split.segments:
+        stats.segments.append(seg.path)
+        extents, log_size = batch_extents(SegmentSplit(seg))
+        offset_index = load_offset_index(seg.offset_index_path, seg.base_offset)
+        time_index = load_time_index(seg.time_index_path, seg.base_offset)
+        findings = [
+            *check_offset_index(offset_index, extents, log_size),
+            *check_time_index(time_index, extents, segment_is_last=seg.is_last),
+        ]
+        for f in findings:
+            chunks.rows.append(
+                (
+                    seg.topic,
+                    seg.partition,
+                    seg.log_dir,
+                    seg.path,
+                    seg.base_offset,
+                    f.index,
+                    f.slot,
+                    f.offset,
+                    f.position,
+                    f.timestamp,
+                    f.problem,
+                    f.mismatch,
+                )
             )
-        )
-        if chunks.full:
-            yield chunks.take()
+            if chunks.full:
+                yield chunks.take()
     if chunks.rows:
         yield chunks.take()
 
 
 def read_split(
     level: str,
-    split: SegmentSplit,
+    split: SegmentSplit | FolderSplit,
     selection: Selection,
     options: ReadOptions = ReadOptions(),
     stats: ScanStats | None = None,
 ) -> Iterator[Any]:
+    if isinstance(split, FolderSplit):
+        if level != schemas.LEVEL_INDEX:
+            raise ValueError(f"a folder split is read at the index level, not {level!r}")
+        return read_index(split, options, stats)
     if level == schemas.LEVEL_RECORDS:
         return read_records(split, selection, options, stats)
     if level == schemas.LEVEL_BATCHES:
         return read_batches(split, options, stats)
-    if level == schemas.LEVEL_INDEX:
-        return read_index(split, options, stats)
     raise ValueError(f"unknown level {level!r}; one of {', '.join(schemas.LEVELS)}")

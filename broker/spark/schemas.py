@@ -84,6 +84,7 @@ RECORDS = _fields(
 BATCHES = _fields(
     [
         *_LOCATION,
+        ("log_dir", StringType()),
         ("segment", StringType()),
         ("segment_base_offset", LongType()),
         ("position", LongType()),
@@ -113,6 +114,7 @@ BATCHES = _fields(
 INDEX = _fields(
     [
         *_LOCATION,
+        ("log_dir", StringType()),
         ("segment", StringType()),
         ("segment_base_offset", LongType()),
         ("index", StringType()),

@@ -15,6 +15,9 @@ One split per segment file, from its first byte to its end, except:
 
 A split reads the entries that *start* in ``[start, stop)``; the last entry
 may run past ``stop``, the next split starting exactly where it ends.
+
+The index level (``index_check``) reads headers and index files only: one
+split per partition folder (:class:`FolderSplit`) rather than per file.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from broker.records.batch import MAGIC_V2
 from broker.records.buffers import ReadableBuffer
@@ -41,6 +45,14 @@ class SegmentSplit:
     segment: SegmentFile
     start: int = 0
     stop: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FolderSplit:
+    """Every segment of one partition folder, whole (the index level: checking
+    indexes reads headers only, so one task per folder rather than per file)."""
+
+    segments: tuple[SegmentFile, ...]
 
 
 def _entry_summary(buf: ReadableBuffer, pos: int) -> tuple[int, int | None, int]:
@@ -118,13 +130,10 @@ def plan(
     segments: Sequence[SegmentFile],
     selection: Selection,
     max_bytes: int = DEFAULT_MAX_SPLIT_BYTES,
-    *,
-    whole_segments: bool = False,
 ) -> list[SegmentSplit]:
     """Splits of every segment the selection may need, in segment order.
 
-    ``whole_segments``: one split per segment, never cut nor started late
-    (the index level checks whole files).
+    See :func:`plan_folders` for the index level.
     """
     if selection.nothing:
         return []
@@ -134,10 +143,18 @@ def plan(
     for segment in segments:
         if not selection.wants_partition(segment.topic, segment.partition):
             continue
-        if whole_segments:
-            out.append(SegmentSplit(segment))
-            continue
         if not segment.may_hold(low, high):
             continue
         out.extend(plan_segment(segment, selection, max_bytes))
     return out
+
+
+def plan_folders(segments: Sequence[SegmentFile], selection: Selection) -> list[FolderSplit]:
+    """One split per partition folder the selection wants, every segment whole."""
+    if selection.nothing:
+        return []
+    folders: dict[str, list[SegmentFile]] = {}
+    for segment in segments:
+        if selection.wants_partition(segment.topic, segment.partition):
+            folders.setdefault(str(Path(segment.path).parent), []).append(segment)
+    return [FolderSplit(tuple(found)) for found in folders.values()]

@@ -14,7 +14,7 @@ from broker.spark import schemas
 from broker.spark.layout import SegmentFile, discover
 from broker.spark.rows import ReadOptions, ScanStats, read_batches, read_index, read_records
 from broker.spark.selection import Range, Selection
-from broker.spark.splits import SegmentSplit, plan
+from broker.spark.splits import SegmentSplit, plan, plan_folders
 from tests.spark_logs import (
     Expected,
     batch_positions,
@@ -179,10 +179,7 @@ def test_batch_and_index_levels(tmp_path: Path) -> None:
     assert {(r["magic"], r["codec"], r["record_count"]) for r in batch_rows} == {(1, "snappy", 3)}
     assert sum(r["size"] for r in batch_rows) == sum(s.size for s in segments)
     index_rows = [
-        r
-        for s in plan(segments, Selection(), whole_segments=True)
-        for b in read_index(s)
-        for r in b.to_pylist()
+        r for s in plan_folders(segments, Selection()) for b in read_index(s) for r in b.to_pylist()
     ]
     assert {r["index"] for r in index_rows} == {"offset", "time"}
     assert not [r for r in index_rows if r["mismatch"]]
