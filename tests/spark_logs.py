@@ -227,3 +227,20 @@ def read_through_log(
             last = max(last, r.offset)
         start = last + 1
     return log, out
+
+
+def plain_records(paths: Sequence[str]) -> dict[tuple[str, int], list[Expected]]:
+    """Every record of every intact batch, decoded in this process with
+    ``broker.records.iterate`` (the reference a Spark read is compared to)."""
+    from broker.records.iterate import iter_batches
+    from broker.spark.layout import discover
+
+    out: dict[tuple[str, int], list[Expected]] = {}
+    for seg in discover(paths):
+        data = Path(seg.path).read_bytes()
+        records = out.setdefault((seg.topic, seg.partition), [])
+        for batch in iter_batches(data, file=True):
+            records.extend(
+                Expected(r.offset, r.timestamp, r.key, r.value, r.headers) for r in batch.records()
+            )
+    return {tp: records for tp, records in out.items() if records}
