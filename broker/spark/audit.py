@@ -75,7 +75,8 @@ def build_tables(
     topics: Sequence[str] | None = None,
     max_partition_bytes: int | None = None,
 ) -> dict[str, Any]:
-    """The audit's DataFrames (lazy; ``batches`` is cached)."""
+    """The audit's DataFrames: the two scans run and cached here, the tables
+    lazy on top of them."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F  # noqa: N812 - Spark's usual name
 
@@ -85,12 +86,19 @@ def build_tables(
     if max_partition_bytes:
         options["maxPartitionBytes"] = str(max_partition_bytes)
     path_list = list(paths)
+    # both scans materialised once, before any query uses them: a query whose
+    # branches read a cached frame not yet filled would each scan the files
     batches = _reader(spark, "batches", options).load(path_list).cache()
+    spark.sparkContext.setJobDescription("audit: batch facts of every segment")
+    batches.count()
     index = (
         _reader(spark, "index", {k: v for k, v in options.items() if k == "topics"})
         .load(path_list)
         .cache()
     )
+    spark.sparkContext.setJobDescription("audit: index entries of every segment")
+    index.count()
+    spark.sparkContext.setJobDescription(None)
 
     wanted = set(topics) if topics else None
     listed = [
@@ -203,7 +211,11 @@ def build_tables(
     )
 
     timeline = (
-        batches.where(decoded & F.col("max_timestamp").isNotNull())
+        batches.where(
+            decoded
+            & F.col("max_timestamp").isNotNull()
+            & F.coalesce(F.col("crc_valid"), F.lit(True))
+        )
         .withColumn("hour", F.floor(F.col("max_timestamp") / HOUR_MS) * HOUR_MS)
         .groupBy("topic", "hour")
         .agg(F.sum("record_count").alias("records"))

@@ -44,8 +44,8 @@ Definitions (per segment; partitions and topics add their segments up):
 
 ``batch_kinds``: per segment, magic and codec: framed batches, undecodable
 ones, and records / stored bytes / uncompressed bytes of the decoded ones.
-``timeline``: records of decoded batches per topic and hour of the batch's
-largest record timestamp. ``problems``: one row per unreadable span, CRC
+``timeline``: records of decoded batches (CRC not failed) per topic and hour
+of the batch's largest record timestamp. ``problems``: one row per unreadable span, CRC
 failure, undecodable batch, index mismatch and offset gap.
 """
 
@@ -315,7 +315,8 @@ def audit_segment(
                 if stamped:
                     row["min_timestamp"] = _lower(row["min_timestamp"], min(stamped))
                     row["max_timestamp"] = _higher(row["max_timestamp"], max(stamped))
-                    hours[(seg.topic, max(stamped) // HOUR_MS * HOUR_MS)] += d.records
+                    if d.crc_valid is not False:  # a damaged batch's timestamps mislead
+                        hours[(seg.topic, max(stamped) // HOUR_MS * HOUR_MS)] += d.records
                 if d.base_offset is not None:
                     holes = d.last_offset - d.base_offset + 1 - d.records
                     row["batch_offset_holes"] += max(holes, 0)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.spark.plain import (
+    HOUR_MS,
     PROBLEM_CRC,
     PROBLEM_GAP,
     PROBLEM_OFFSET_INDEX,
@@ -52,6 +53,15 @@ CODEC_COLOURS = {
     "zstd": "#9467bd",
 }
 MAX_TABLE_ROWS = 30
+#: time buckets of the timeline chart, the finest that keeps it within 120 bars
+BUCKETS = [
+    (HOUR_MS, "hour"),
+    (6 * HOUR_MS, "6 hours"),
+    (24 * HOUR_MS, "day"),
+    (7 * 24 * HOUR_MS, "week"),
+    (30 * 24 * HOUR_MS, "30 days"),
+    (365 * 24 * HOUR_MS, "365 days"),
+]
 
 
 def read_table(out_dir: Path, name: str) -> list[Row]:
@@ -115,6 +125,13 @@ def _pyplot() -> Any:
     return plt
 
 
+def _byte_unit(largest: float) -> tuple[str, float]:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if largest >= size:
+            return unit, float(size)
+    return "B", 1.0
+
+
 def chart_bytes_by_topic(kinds: list[Row], path: Path) -> bool:
     """Horizontal bars: stored bytes per topic, one colour per codec."""
     per: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -123,23 +140,24 @@ def chart_bytes_by_topic(kinds: list[Row], path: Path) -> bool:
     if not per:
         return False
     plt = _pyplot()
-    topics = sorted(per, key=lambda t: sum(per[t].values()))
+    topics = sorted(per, key=lambda t: sum(per[t].values()))[-30:]
     codecs = [c for c in CODEC_COLOURS if any(per[t].get(c) for t in topics)]
     codecs += sorted({c for t in topics for c in per[t]} - set(codecs))
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(topics) + 1.6))
+    unit, scale = _byte_unit(max(sum(per[t].values()) for t in topics))
+    fig, ax = plt.subplots(figsize=(8, 0.42 * len(topics) + 1.6))
     left = [0.0] * len(topics)
     for codec in codecs:
-        widths = [per[t].get(codec, 0) / 2**20 for t in topics]
+        widths = [per[t].get(codec, 0) / scale for t in topics]
         ax.barh(topics, widths, left=left, label=codec, color=CODEC_COLOURS.get(codec, "#17becf"))
         left = [a + b for a, b in zip(left, widths, strict=True)]
     for i, total in enumerate(left):
-        ax.text(total, i, f"  {human_bytes(total * 2**20)}", va="center", fontsize=8)
-    ax.set_xlabel("stored bytes (MiB)")
+        ax.text(total, i, f"  {human_bytes(total * scale)}", va="center", fontsize=8)
+    ax.set_xlabel(f"stored bytes ({unit})")
     ax.set_title("Where the bytes are: stored size per topic, by codec")
     ax.legend(title="codec", loc="lower right", frameon=False)
     ax.set_xlim(0, max(left) * 1.25 if max(left) > 0 else 1)
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
     return True
 
@@ -174,34 +192,57 @@ def chart_compression(kinds: list[Row], path: Path) -> bool:
     ax.set_ylim(0, max(ratios) * 1.45)
     ax.set_title("Compression by batch kind (magic, codec)")
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
     return True
 
 
 def chart_timeline(timeline: list[Row], path: Path) -> bool:
-    """Records per hour (of the batch's largest timestamp), one line per topic."""
+    """Records per hour (of each batch's latest timestamp), stacked by topic
+    (the eight busiest; the rest as "other"). When everything falls within a
+    few hours a line says little: records per topic as bars instead."""
     if not timeline:
         return False
     plt = _pyplot()
-    per: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    totals: dict[str, int] = defaultdict(int)
     for row in timeline:
-        per[row["topic"]].append((row["hour"], row["records"]))
-    fig, ax = plt.subplots(figsize=(8, 3.6))
-    for topic in sorted(per):
-        points = sorted(per[topic])
-        hours = [dt.datetime.fromtimestamp(h / 1000, tz=dt.UTC) for h, _ in points]
-        counts = [n for _, n in points]
-        if len(points) == 1:
-            ax.bar(hours, counts, width=1 / 24, label=topic, alpha=0.8)
-        else:
-            ax.plot(hours, counts, marker="o", markersize=3, label=topic)
-    ax.set_ylabel("records per hour")
-    ax.set_title("Records over time (by the hour of each batch's latest timestamp)")
-    ax.legend(frameon=False, fontsize=8, ncol=min(4, len(per)))
-    fig.autofmt_xdate()
+        totals[row["topic"]] += row["records"]
+    busiest = sorted(totals, key=lambda t: -totals[t])[:8]
+    hours = sorted({row["hour"] for row in timeline})
+    first, last = human_time(hours[0]), human_time(hours[-1] + HOUR_MS - 1)
+    if len(hours) <= 3:
+        names = sorted(totals, key=lambda t: totals[t])[-30:]
+        fig, ax = plt.subplots(figsize=(8, 0.42 * len(names) + 1.6))
+        ax.barh(names, [totals[t] for t in names], color="#1f77b4")
+        for i, t in enumerate(names):
+            ax.text(totals[t], i, f"  {totals[t]:,}", va="center", fontsize=8)
+        ax.set_xlabel("records")
+        ax.set_title(f"Records per topic, all from {first} to {last}")
+    else:
+        span = hours[-1] - hours[0] + HOUR_MS
+        size, label = next((b for b in BUCKETS if span / b[0] <= 120), BUCKETS[-1])
+        start = hours[0] // size * size
+        slots = (hours[-1] - start) // size + 1
+        series: dict[str, list[int]] = {}
+        for row in timeline:
+            name = row["topic"] if row["topic"] in busiest else "other"
+            counts = series.setdefault(name, [0] * slots)
+            counts[(row["hour"] - start) // size] += row["records"]
+        x = [dt.datetime.fromtimestamp((start + i * size) / 1000, tz=dt.UTC) for i in range(slots)]
+        names = [t for t in busiest if t in series] + (["other"] if "other" in series else [])
+        fig, ax = plt.subplots(figsize=(9, 4))
+        bottom = [0] * slots
+        for name in names:
+            ax.bar(
+                x, series[name], width=size / 86_400_000, bottom=bottom, align="edge", label=name
+            )
+            bottom = [a + b for a, b in zip(bottom, series[name], strict=True)]
+        ax.set_ylabel(f"records per {label}")
+        ax.set_title(f"Records over time, per {label} of each batch's latest timestamp")
+        ax.legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        fig.autofmt_xdate()
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
     return True
 
@@ -215,7 +256,7 @@ def chart_problems(problems: list[Row], path: Path) -> bool:
         per[f"{p['topic']}-{p['partition']}"][p["kind"]] += 1
     plt = _pyplot()
     names = sorted(per, key=lambda n: sum(per[n].values()))[-25:]
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(names) + 1.6))
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(names) + 2.4))
     left = [0] * len(names)
     for kind, label in PROBLEM_LABELS.items():
         counts = [per[n].get(kind, 0) for n in names]
@@ -223,10 +264,11 @@ def chart_problems(problems: list[Row], path: Path) -> bool:
             ax.barh(names, counts, left=left, label=label, color=PROBLEM_COLOURS[kind])
             left = [a + b for a, b in zip(left, counts, strict=True)]
     ax.set_xlabel("problems")
-    ax.set_title("Problems per partition")
-    ax.legend(frameon=False, loc="lower right", fontsize=8)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_title("Problems per partition, by kind")
+    ax.legend(frameon=False, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=3)
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
     return True
 
@@ -258,7 +300,8 @@ def write_report(out_dir: Path, inputs: Sequence[str]) -> Path:
             p["topic"],
             p["partition"],
             p["segment_base_offset"],
-            p["position"] if p["position"] is not None else -1,
+            p["position"] is None,
+            p["position"] or 0,
             p["kind"],
         )
     )

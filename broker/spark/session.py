@@ -33,14 +33,21 @@ from typing import Any
 
 from broker.spark.datasource import KafkaLogDataSource
 
+# WARN is the level Spark gives an interpreter session (PySpark is one): the
+# root at WARN keeps Spark from announcing a change; the loggers that warn
+# about this machine rather than the job are quieter
 QUIET_LOG4J2 = """\
-rootLogger.level = error
+rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
+logger.hadoop.name = org.apache.hadoop
+logger.hadoop.level = error
+logger.utils.name = org.apache.spark.util.Utils
+logger.utils.level = error
 """
 
 DEFAULT_CONF: dict[str, str] = {
@@ -49,6 +56,8 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.python.filterPushdown.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
     "spark.driver.memory": "2g",
+    # the records level has 22 columns: plans print whole
+    "spark.sql.debug.maxToStringFields": "100",
 }
 
 
