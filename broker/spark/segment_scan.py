@@ -371,6 +371,10 @@ def _legacy_record_facts(
     magic = span.magic
     if span.size < MIN_ENTRY_SIZE[magic]:
         raise ValueError(f"record of {span.size - LOG_OVERHEAD} bytes is too small for v{magic}")
+    if facts.codec != CompressionType.NONE and _wrapper_facts(
+        buf, span, facts, max_decompressed_bytes
+    ):
+        return
     records = legacy_records(buf, span.position, span.size, max_decompressed_bytes)
     facts.base_offset = records[0].offset
     facts.record_count = len(records)
@@ -384,6 +388,82 @@ def _legacy_record_facts(
     _set_timestamps(
         facts, [r.timestamp for r in records] if magic > MAGIC_V0 else [-1] * len(records)
     )
+
+
+def _wrapper_facts(
+    buf: ReadableBuffer, span: Span, facts: BatchFacts, max_decompressed_bytes: int
+) -> bool:
+    """Facts of a compressed v0/v1 wrapper from the compiled inner walk
+    (``scan.walk_legacy``) instead of one ``Record`` per inner record.
+
+    The same reading rules as ``iterate.legacy_records`` (reference §2.6):
+    ZSTD or a null value refused, a trailing partial inner entry ignored,
+    v1 offsets from the wrapper offset (0: the librdkafka quirk). Returns
+    False -- leaving the batch to the Record path -- when the walk reports
+    something that path reads differently (an inner CRC or magic mismatch,
+    which it does not check) or when timestamps are mixed with -1.
+    """
+    lh = legacy.read_entry_header(buf, span.position)
+    if lh.compression_type == CompressionType.ZSTD:
+        return False  # the Record path raises Kafka's error for it
+    _key_pos, _key_len, value_pos, value_len = legacy.key_value_spans(buf, span.position, span.size)
+    if value_len < 0:
+        return False
+    with memoryview(buf) as view:
+        data = codecs.decompress(
+            lh.compression_type,
+            view[value_pos : value_pos + value_len],
+            max_size=max_decompressed_bytes,
+            magic=lh.magic,
+        )
+    count, stop, _out, max_ts, min_ts, _consecutive, _first_ts, errors = hot.walk_legacy(
+        data,
+        0,
+        len(data),
+        lh.magic,
+        lh.offset,
+        lh.timestamp,
+        False,
+        0,
+        0,
+        0,
+        False,
+        False,
+        None,
+        0,
+    )
+    if errors:
+        return False
+    first_inner = _OFFSET_SIZE.unpack_from(data, 0)[0]
+    last_inner = _last_inner_offset(data, stop)
+    if lh.magic == MAGIC_V0 or lh.offset == 0:
+        facts.base_offset = first_inner
+    else:
+        facts.base_offset = lh.offset - last_inner + first_inner
+    facts.record_count = count
+    facts.uncompressed_bytes = span.size - value_len + stop
+    if lh.magic == MAGIC_V0:
+        facts.no_timestamp_records, facts.min_timestamp, facts.max_timestamp = count, None, None
+    elif lh.timestamp_type is TimestampType.LOG_APPEND_TIME:
+        _set_timestamps(facts, [lh.timestamp] * count)
+    elif min_ts >= 0:
+        facts.no_timestamp_records, facts.min_timestamp, facts.max_timestamp = 0, min_ts, max_ts
+    elif max_ts < 0:
+        facts.no_timestamp_records, facts.min_timestamp, facts.max_timestamp = count, None, None
+    else:
+        return False
+    return True
+
+
+def _last_inner_offset(data: ReadableBuffer, stop: int) -> int:
+    """Stored offset of the last whole inner entry ending at ``stop``."""
+    p = 0
+    last = 0
+    unpack = _OFFSET_SIZE.unpack_from
+    while p < stop:
+        last, size = unpack(data, p)
+        p += LOG_OVERHEAD + size
+    return int(last)
 
 
 def batch_records(

@@ -223,3 +223,41 @@ def test_legacy_facts(tmp_path: Path, magic: int, codec: int) -> None:
         assert all(f.min_timestamp is None for f in facts)
     else:
         assert facts[0].min_timestamp == BASE_TS
+
+
+@pytest.mark.parametrize("lat", [None, BASE_TS + 5])
+def test_wrapper_facts_from_the_compiled_walk_match_the_records(
+    tmp_path: Path, lat: int | None
+) -> None:
+    from broker.records.iterate import legacy_records
+    from broker.records.record import SimpleRecord
+
+    appends, _ = legacy_appends(
+        1, 4, 5, codec=CompressionType.GZIP, start_offset=100, log_append_time=lat
+    )
+    # a wrapper stored at offset 0 (librdkafka's quirk: inner offsets taken as they are)
+    from broker.records.legacy_builder import build_legacy
+
+    quirk = bytearray(
+        build_legacy(
+            [SimpleRecord(BASE_TS, b"k", b"v")] * 3,
+            magic=1,
+            base_offset=120,
+            compression_type=CompressionType.SNAPPY,
+        ).buffer
+    )
+    seg = _segment(tmp_path, [*appends, bytes(quirk)])
+    path = Path(seg.path)
+    data = bytearray(path.read_bytes())
+    last_pos = batch_positions(path)[-1][0]
+    data[last_pos : last_pos + 8] = bytes(8)
+    path.write_bytes(bytes(data))
+    with SegmentBytes(seg.path) as mapped:
+        for span in frame(mapped.buf, mapped.size):
+            facts = batch_facts(mapped.buf, span)
+            records = legacy_records(mapped.buf, span.position, span.size, 1 << 20)
+            stamped = [r.timestamp for r in records if r.timestamp >= 0]
+            assert facts.error is None
+            assert (facts.base_offset, facts.record_count) == (records[0].offset, len(records))
+            assert (facts.min_timestamp, facts.max_timestamp) == (min(stamped), max(stamped))
+    assert records[0].offset == 0  # the quirk wrapper read with its inner offsets
