@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             print(message, file=sys.stderr, flush=True)
 
     started = session.start(
-        args.master,
+        session.default_master(args.master),
         conf,
         app_name=f"broker pipeline {args.pipeline_command}",
         progress=not args.quiet,
@@ -210,3 +210,13 @@ def _dispatch(args: argparse.Namespace, spark: object, log: Callable[[str], None
         f"{converted.dest}; {len(converted.problems)} problems"
     )
     return 1 if converted.problems else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``broker pipeline`` as a program of its own (what ``submit.py`` runs
+    under spark-submit)."""
+    parser = argparse.ArgumentParser(
+        prog="broker pipeline", description="Audit, export or convert log dirs with Spark."
+    )
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

@@ -183,6 +183,25 @@ def start(
     return PipelineSession(spark, dumping)
 
 
+def default_master(requested: str | None) -> str:
+    """``requested``, else the master spark-submit set (``spark.master`` in the
+    environment it gives PySpark), else ``local[*]``."""
+    if requested:
+        return requested
+    submitted = os.environ.get("MASTER") or _submitted_master()
+    return submitted or "local[*]"
+
+
+def _submitted_master() -> str | None:
+    # spark-submit starts the JVM first and hands PySpark its configuration
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return None
+    from pyspark import SparkConf
+
+    value = SparkConf().get("spark.master")
+    return str(value) if value else None
+
+
 def parse_conf(pairs: list[str] | None) -> dict[str, str]:
     """``--conf k=v`` values as a dict (ValueError for a pair without '=')."""
     out: dict[str, str] = {}
