@@ -5,8 +5,9 @@ Start-up, in order: parse ``server.properties`` and ``--override`` flags
 take the log dirs' locks and load (and if needed recover) every partition;
 bind the Kafka listener and the metrics endpoint; mark ready.
 
-Shutdown on SIGTERM or SIGINT: not ready; stop accepting; let in-flight
-requests finish (up to ``shutdown.timeout.ms``); close connections; flush
+Shutdown on SIGTERM or SIGINT: not ready; stop accepting; stop reading
+from every connection and let the requests already read finish (up to
+``shutdown.timeout.ms``); close connections; flush
 and close every log, write the checkpoints and the clean-shutdown marker;
 release the locks. Exit code 0.
 
@@ -35,7 +36,7 @@ from broker.handlers.context import BrokerContext, Endpoint
 from broker.handlers.registry import HandlerRegistry
 from broker.log.errors import LogDirLockedError
 from broker.log.manager import LogManager
-from broker.metrics import BrokerMetrics, LogSample
+from broker.metrics import BrokerMetrics, LogSample, NullMetrics
 from broker.partition.producer_ids import ProducerIdManager
 from broker.partition.replica_manager import ReplicaManager
 from broker.records import scan
@@ -76,8 +77,12 @@ class BrokerApp:
             event_loop=event_loop_name(),
             version=__version__,
         )
+        #: what the request path records into (no-ops with metrics.enabled=false)
+        self.meters: BrokerMetrics | NullMetrics = (
+            self.metrics if config.get("metrics.enabled") else NullMetrics(self.metrics)
+        )
         self.log_manager = LogManager(
-            config.log_dirs, config, flush_recorder=self.metrics.flush_recorder
+            config.log_dirs, config, flush_recorder=self.meters.flush_recorder
         )
         self.ops = OpsEndpoint(self.metrics.render)
         self.group_commit = GroupCommit()
@@ -96,7 +101,7 @@ class BrokerApp:
         await loop.run_in_executor(None, self.log_manager.startup)
         self.metrics.log_provider = self._log_samples
         replica_manager = ReplicaManager(
-            self.log_manager, recorder=self.metrics.validator_recorder, time_ms=wall_ms
+            self.log_manager, recorder=self.meters.validator_recorder, time_ms=wall_ms
         )
         floor = max(
             (
@@ -135,11 +140,11 @@ class BrokerApp:
             advertised=Endpoint("", 0),
             log_manager=self.log_manager,
             replica_manager=replica_manager,
-            meters=self.metrics,
+            meters=self.meters,
             durability=self.group_commit,
             producer_ids=producer_ids,
         )
-        dispatcher = Dispatcher(HandlerRegistry(broker), self.metrics)
+        dispatcher = Dispatcher(HandlerRegistry(broker), self.meters)
 
         def factory() -> Connection:
             conn = Connection(
@@ -150,8 +155,8 @@ class BrokerApp:
                 on_close=self._on_close,
             )
             self.connections.add(conn)
-            self.metrics.connections.inc()
-            self.metrics.connections_created.inc()
+            self.meters.connections.inc()
+            self.meters.connections_created.inc()
             return conn
 
         self._server, self.bound_port = await start_listener(
@@ -202,7 +207,7 @@ class BrokerApp:
     def _on_close(self, conn: Connection) -> None:
         if conn in self.connections:
             self.connections.discard(conn)
-            self.metrics.connections.dec()
+            self.meters.connections.dec()
 
     # ---- background ticks -------------------------------------------------------------------
 
@@ -260,11 +265,16 @@ class BrokerApp:
         self.ops.ready = False
         if self._server is not None:
             self._server.close()
-        deadline = time.monotonic() + int(self.config.get("shutdown.timeout.ms")) / 1000
-        while any(not c.idle for c in self.connections) and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
+        # stop reading everywhere; each connection closes once the responses of
+        # the requests it already took are written
         for conn in list(self.connections):
             conn.close()
+        deadline = time.monotonic() + int(self.config.get("shutdown.timeout.ms")) / 1000
+        while self.connections and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        for conn in list(self.connections):
+            log.warning("closing connection from %s with requests in flight", conn.peer)
+            conn.abort()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

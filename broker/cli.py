@@ -18,6 +18,11 @@ from broker import __version__
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("serve", "broker.app", "Run the broker (Kafka protocol listener and metrics endpoint)."),
     (
+        "dump-log",
+        "broker.log.dump",
+        "Print .log, .index, .timeindex and .snapshot files as kafka-dump-log.sh does.",
+    ),
+    (
         "pipeline",
         "broker.spark.cli",
         "Audit, export or convert log dirs with Spark (needs the 'spark' extra).",

@@ -695,6 +695,13 @@ BROKER_KEYS: dict[str, ConfigKey] = {
             in_range(0),
         ),
         ConfigKey(
+            "metrics.enabled",
+            ConfigType.BOOLEAN,
+            True,
+            "Record metrics on the request path; false leaves only build info on /metrics"
+            " (benchmarks measure what recording costs with it).",
+        ),
+        ConfigKey(
             "metrics.listener",
             ConfigType.STRING,
             "0.0.0.0:9404",
@@ -733,8 +740,19 @@ def broker_key(name: str) -> ConfigKey | None:
     if syn is None:
         return None
     topic_key = TOPIC_KEYS[syn[0]]
-    # the synonym has the topic key's type; hours/minutes are plain ints too
-    return dataclasses.replace(topic_key, name=name, synonyms=())
+    # the synonym has the topic key's type; hours/minutes are plain ints too.
+    # Its default is Kafka's (KafkaConfig): in a list of synonyms only the last
+    # one has a default, in its own unit (log.retention.hours=168,
+    # log.roll.hours=168, log.flush.scheduler.interval.ms); the ones before it
+    # are unset (log.retention.ms, log.retention.minutes, log.roll.ms).
+    last, factor = topic_key.synonyms[-1]
+    if name != last:
+        default = None
+    elif factor != 1:
+        default = topic_key.default // factor
+    else:
+        default = topic_key.default
+    return dataclasses.replace(topic_key, name=name, default=default, synonyms=())
 
 
 @dataclass

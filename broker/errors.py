@@ -288,3 +288,11 @@ class OffsetOutOfRangeError(KafkaError):
 
 class RequestTimedOutError(KafkaError):
     error_code = ErrorCode.REQUEST_TIMED_OUT
+
+
+class InvalidReplicaAssignmentError(KafkaError):
+    error_code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+
+
+class PolicyViolationError(KafkaError):
+    error_code = ErrorCode.POLICY_VIOLATION

@@ -444,3 +444,83 @@ class BrokerMetrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+# ---- recording switched off (``metrics.enabled=false``) --------------------------------------
+
+
+class _NoOp:
+    """Stands in for a counter or a histogram child: every call does nothing."""
+
+    def inc(self, amount: float = 1) -> None:
+        pass
+
+    def dec(self, amount: float = 1) -> None:
+        pass
+
+    def observe(self, amount: float) -> None:
+        pass
+
+
+_NOOP = _NoOp()
+
+
+class _NullRecorder:
+    def record_invalid_magic(self) -> None:
+        pass
+
+    def record_invalid_offset(self) -> None:
+        pass
+
+    def record_invalid_sequence(self) -> None:
+        pass
+
+    def record_invalid_checksums(self) -> None:
+        pass
+
+    def record_no_key_compacted_topic(self) -> None:
+        pass
+
+    def record_flush(self, seconds: float) -> None:
+        pass
+
+
+class NullMetrics:
+    """The same interface as :class:`BrokerMetrics`, recording nothing.
+
+    ``metrics.enabled=false`` wires this into the request path, so a
+    benchmark can measure what recording costs in the same run; the
+    endpoint then serves only the build-info metric.
+    """
+
+    def __init__(self, real: BrokerMetrics) -> None:
+        self._real = real
+        noop: _NoOp = _NOOP
+        recorder = _NullRecorder()
+        self.validator_recorder = recorder
+        self.flush_recorder = recorder
+        self.connections = noop
+        self.connections_created = noop
+        self._topic = TopicMetrics(*([noop] * 10))  # type: ignore[arg-type]
+        self._request = RequestMetrics(*([noop] * 9))  # type: ignore[arg-type]
+        self.log_provider: LogProvider | None = None
+
+    def topic(self, topic: str) -> TopicMetrics:
+        return self._topic
+
+    def forget_topic(self, topic: str) -> None:
+        pass
+
+    def request(self, api: str, version: int) -> RequestMetrics:
+        return self._request
+
+    def record_error(self, api: str, error_name: str, count: int = 1) -> None:
+        pass
+
+    def client_conversions(
+        self, request: str, software_name: str | None, software_version: str | None
+    ) -> _NoOp:
+        return _NOOP
+
+    def render(self) -> bytes:
+        return self._real.render()

@@ -3,12 +3,16 @@
 #   kcat        librdkafka's CLI producer/consumer (real client)
 #   prometheus  the real server + promtool (metrics tests)
 #   podman ...  building and running the container image without a Docker engine
+#               (runc: crun refuses these hosts' cgroup layout, see
+#               deploy/container/containers.conf; mmdebstrap makes the base images)
 set -euo pipefail
 need=()
 command -v kcat >/dev/null || need+=(kcat)
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v promtool >/dev/null || need+=(prometheus)
-command -v podman >/dev/null || need+=(podman buildah runc uidmap fuse-overlayfs slirp4netns)
+command -v podman >/dev/null || need+=(podman uidmap fuse-overlayfs slirp4netns)
+command -v buildah >/dev/null || need+=(buildah)
+command -v runc >/dev/null || need+=(runc)
 command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
 command -v java >/dev/null || need+=(openjdk-17-jre-headless)
 if [ ${#need[@]} -eq 0 ]; then

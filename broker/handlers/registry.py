@@ -8,12 +8,23 @@ protocol layer's range for the API (checked when the registry is built).
 
 from __future__ import annotations
 
+from broker.handlers.alter_configs import AlterConfigsHandler
 from broker.handlers.api_versions import ApiVersionsHandler
 from broker.handlers.base import RequestHandler
 from broker.handlers.context import BrokerContext
+from broker.handlers.create_partitions import CreatePartitionsHandler
+from broker.handlers.create_topics import CreateTopicsHandler
+from broker.handlers.delete_topics import DeleteTopicsHandler
+from broker.handlers.describe_cluster import DescribeClusterHandler
+from broker.handlers.describe_configs import DescribeConfigsHandler
+from broker.handlers.describe_log_dirs import DescribeLogDirsHandler
 from broker.handlers.fetch import FetchHandler
+from broker.handlers.find_coordinator import FindCoordinatorHandler
+from broker.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
 from broker.handlers.init_producer_id import InitProducerIdHandler
+from broker.handlers.list_offsets import ListOffsetsHandler
 from broker.handlers.metadata import MetadataHandler
+from broker.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
 from broker.handlers.produce import ProduceHandler
 
 HANDLER_CLASSES: tuple[type[RequestHandler], ...] = (
@@ -22,6 +33,18 @@ HANDLER_CLASSES: tuple[type[RequestHandler], ...] = (
     MetadataHandler,
     ApiVersionsHandler,
     InitProducerIdHandler,
+    # admin and offset APIs (read path besides Fetch)
+    ListOffsetsHandler,
+    OffsetForLeaderEpochHandler,
+    FindCoordinatorHandler,
+    CreateTopicsHandler,
+    DeleteTopicsHandler,
+    CreatePartitionsHandler,
+    DescribeConfigsHandler,
+    AlterConfigsHandler,
+    IncrementalAlterConfigsHandler,
+    DescribeLogDirsHandler,
+    DescribeClusterHandler,
 )
 
 

@@ -26,6 +26,7 @@ own, which also writes back pages dirtied through the mapping (Linux).
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 from abc import ABC, abstractmethod
@@ -65,7 +66,7 @@ class AbstractIndex(ABC):
         self._closed = False
         newly_created = not path.exists()
         if newly_created and not writable:
-            raise FileNotFoundError(str(path))
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(path))
         flags = os.O_RDWR | os.O_CREAT if writable else os.O_RDONLY
         fd = os.open(path, flags, 0o644)
         try:
@@ -314,6 +315,7 @@ class LazyIndex(Generic[_I]):
         self._base_offset = base_offset
         self._max_index_size = max_index_size
         self._cls = cls
+        #: the opened index, None until first use (read directly by the hot path)
         self._index: _I | None = None
 
     @property

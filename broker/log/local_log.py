@@ -422,7 +422,17 @@ class LocalLog:
         with self._lock:
             self._closed = True
             for segment in self.segments:
-                segment.close_handlers()
+                if not segment.log.is_closed:
+                    segment.close_handlers()
+            pending = [s for _, group in self._pending_deletes for s in group]
+            self._pending_deletes = []
+        for segment in pending:
+            segment.close_handlers()
+
+    def mark_closed(self) -> None:
+        """Refuse appends and reads from now on, keep the descriptors."""
+        with self._lock:
+            self._closed = True
 
     @property
     def is_closed(self) -> bool:

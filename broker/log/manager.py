@@ -58,6 +58,10 @@ from broker.log.unified_log import UnifiedLog
 
 logger = logging.getLogger(__name__)
 
+#: folders a Kafka log dir may hold that are not partitions of topics
+METADATA_TOPIC = "__cluster_metadata"
+REMOTE_INDEX_CACHE_DIR = "remote-log-index-cache"
+
 _PROCESS_LOCKS: set[str] = set()
 _PROCESS_LOCKS_GUARD = threading.Lock()
 
@@ -132,7 +136,7 @@ class LogManager:
         self._lock = threading.RLock()
         self._had_clean_shutdown: dict[Path, bool] = {}
         self._loaded_completely: dict[Path, bool] = {}
-        self._pending_dir_deletes: list[tuple[int, Path]] = []
+        self._pending_dir_deletes: list[tuple[int, Path, UnifiedLog | None]] = []
         self.config_store = TopicConfigStore(self.log_dirs, self.broker_config)
         self.cluster_id: str | None = self.broker_config.get("cluster.id")
         self.directory_ids: dict[Path, str] = {}
@@ -234,6 +238,10 @@ class LogManager:
                 if files.is_deleted_dir(child.name):
                     shutil.rmtree(child, ignore_errors=True)
                     continue
+                if child.name == REMOTE_INDEX_CACHE_DIR or child.name.startswith(
+                    METADATA_TOPIC + "-"
+                ):
+                    continue  # Kafka's loader skips these too (KRaft metadata, tiered storage)
                 try:
                     tp = files.parse_topic_partition_name(child.name)
                 except ValueError:
@@ -392,16 +400,22 @@ class LogManager:
 
     def delete_log(self, tp: TopicPartition) -> None:
         """Rename the folder ``<topic>-<p>.<uuid>-delete``, remove it after
-        ``file.delete.delay.ms`` (Kafka's ``asyncDelete``)."""
+        ``file.delete.delay.ms`` (Kafka's ``asyncDelete``).
+
+        The log refuses appends and reads at once, but its descriptors stay
+        open until the folder is removed: a fetch that got a file slice just
+        before may still be sending it (a closed descriptor could be reused
+        for another file by then).
+        """
         with self._lock:
             log = self._logs.pop(tp, None)
             if log is None:
                 raise UnknownTopicOrPartitionError(f"Partition {tp} does not exist")
-            log.close()
+            log.mark_deleted()
             target = log.dir.parent / files.log_delete_dir_name(tp)
             log.rename_dir(target)
             deadline = self._time_ms() + log.config.file_delete_delay_ms
-            self._pending_dir_deletes.append((deadline, target))
+            self._pending_dir_deletes.append((deadline, target, log))
             if not any(t.topic == tp.topic for t in self._logs):
                 self._topic_ids.pop(tp.topic, None)
         self.checkpoint_recovery_offsets()
@@ -428,12 +442,15 @@ class LogManager:
     # ---- ticks ----------------------------------------------------------------------------------
 
     def cleanup_logs(self) -> int:
-        """Retention for every non-compacted log (owner thread); segments deleted."""
-        total = 0
-        for log in self.all_logs():
-            if not log.config.compacted:
-                total += log.delete_old_segments()
-        return total
+        """Retention for every log (owner thread); segments deleted.
+
+        Kafka's ``cleanupLogs`` leaves compacted logs to the log cleaner, which
+        applies retention to ``compact,delete`` logs after cleaning. No
+        cleaner runs here, so every log goes through ``delete_old_segments``,
+        which applies size and time retention only when ``delete`` is in the
+        policy (``compact`` alone keeps every segment).
+        """
+        return sum(log.delete_old_segments() for log in self.all_logs())
 
     def flush_dirty_logs(self, now_ms: int | None = None) -> int:
         """Flush logs past ``flush.ms`` and logs with a roll waiting for its flush."""
@@ -478,9 +495,11 @@ class LogManager:
         now = self._time_ms() if now_ms is None else now_ms
         count = sum(log.delete_expired_files(now) for log in self.all_logs())
         with self._lock:
-            due = [p for deadline, p in self._pending_dir_deletes if deadline <= now]
-            self._pending_dir_deletes = [(d, p) for d, p in self._pending_dir_deletes if d > now]
-        for path in due:
+            due = [(p, lg) for deadline, p, lg in self._pending_dir_deletes if deadline <= now]
+            self._pending_dir_deletes = [e for e in self._pending_dir_deletes if e[0] > now]
+        for path, deleted_log in due:
+            if deleted_log is not None:
+                deleted_log.close_handlers()
             shutil.rmtree(path, ignore_errors=True)
         return count + len(due)
 
@@ -507,9 +526,11 @@ class LogManager:
                     ):
                         CleanShutdownFile(log_dir).write(broker_epoch)
             with self._lock:
-                pending = [p for _, p in self._pending_dir_deletes]
+                pending = [(p, lg) for _, p, lg in self._pending_dir_deletes]
                 self._pending_dir_deletes = []
-            for path in pending:
+            for path, deleted_log in pending:
+                if deleted_log is not None:
+                    deleted_log.close_handlers()
                 shutil.rmtree(path, ignore_errors=True)
         finally:
             self._release_locks()

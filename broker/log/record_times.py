@@ -15,19 +15,17 @@ Per format, what a record contributes (reference §2.4-2.6)::
                   v1 inner offsets are relative (last one = wrapper offset),
                   LogAppendTime wrappers give every inner record their timestamp
 
-Compressed payloads are decompressed with the codec libraries the project
-depends on (gzip via zlib, snappy xerial or raw, lz4 frame, zstd).
+Compressed payloads are decompressed by ``broker.records.codecs``.
 """
 
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from broker.errors import CorruptRecordError
-from broker.records import scan
+from broker.errors import CorruptRecordError, InvalidRecordError
+from broker.records import codecs, scan
 from broker.records.batch import (
     LOG_OVERHEAD,
     MAGIC_V0,
@@ -44,45 +42,18 @@ _V2_FIELDS = struct.Struct(">q4x4xbI h i q q")
 _LEGACY = struct.Struct(">qiIbb")
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
-_XERIAL_MAGIC = b"\x82SNAPPY\x00"
 
 
-def decompress(codec: int, data: bytes) -> bytes:
-    """Decompress a Kafka payload of codec id 1-4."""
+#: bound of one decompressed payload read back from our own segments
+MAX_DECOMPRESSED_BYTES = 1 << 30
+
+
+def decompress(codec: int, data: bytes, magic: int = MAGIC_V2) -> bytes:
+    """Decompress a Kafka payload of codec id 1-4 (``broker.records.codecs``)."""
     try:
-        if codec == 1:
-            out = bytearray()
-            d = zlib.decompressobj(wbits=47)
-            rest = data
-            while rest:
-                out += d.decompress(rest)
-                rest = d.unused_data
-                if rest:
-                    d = zlib.decompressobj(wbits=47)
-            return bytes(out)
-        if codec == 2:
-            import snappy
-
-            if data[:8] == _XERIAL_MAGIC:
-                out = bytearray()
-                pos = 16
-                while pos + 4 <= len(data):
-                    n = _INT32.unpack_from(data, pos)[0]
-                    out += snappy.uncompress(data[pos + 4 : pos + 4 + n])
-                    pos += 4 + n
-                return bytes(out)
-            return bytes(snappy.uncompress(data))
-        if codec == 3:
-            import lz4.frame
-
-            return bytes(lz4.frame.decompress(data))
-        if codec == 4:
-            import zstandard
-
-            return bytes(zstandard.ZstdDecompressor().decompressobj().decompress(data))
-    except Exception as exc:
+        return bytes(codecs.decompress(codec, data, max_size=MAX_DECOMPRESSED_BYTES, magic=magic))
+    except (InvalidRecordError, ValueError) as exc:
         raise CorruptRecordError(f"cannot decompress a payload of codec {codec}: {exc}") from exc
-    raise CorruptRecordError(f"unknown compression codec {codec}")
 
 
 def _iter_v2(  # noqa: PLR0917
@@ -162,7 +133,9 @@ def iter_record_offsets_timestamps(data: bytes) -> Iterator[tuple[int, int]]:
     value_len = _INT32.unpack_from(data, pos)[0]
     value = data[pos + 4 : pos + 4 + max(value_len, 0)]
     log_append = magic >= 1 and bool(attributes & 0x08)
-    yield from _iter_legacy_set(decompress(codec, value), offset, ts if log_append else None, magic)
+    yield from _iter_legacy_set(
+        decompress(codec, value, magic), offset, ts if log_append else None, magic
+    )
 
 
 def search_for_timestamp(

@@ -21,7 +21,7 @@
    the log after it.
 
 :func:`recover_segment` is the fast path that must stay within 2x of
-reading the files: the ``.log`` read in 8 MB pieces into one buffer, a
+reading the files: the ``.log`` read in 2 MB pieces into one buffer, a
 header-only walk of each piece while it is in the CPU caches, CRCs over
 the buffer (the compiled twin chosen by ``broker.log.scan`` has its own
 three-way interleaved CRC-32C), index entries produced already packed and
@@ -142,7 +142,7 @@ def recover_segment(
 
 #: recovery reads a segment in pieces of this size (large sequential reads;
 #: each piece is scanned while it is still in the CPU caches)
-SCAN_CHUNK_BYTES = 8 << 20
+SCAN_CHUNK_BYTES = 2 << 20
 
 
 class _FileScan(NamedTuple):

@@ -36,6 +36,7 @@ from broker.errors import (
     UnknownServerError,
 )
 from broker.log import files
+from broker.log.appender import fast_append
 from broker.log.checkpoints import PartitionMetadataFile
 from broker.log.file_records import TimestampAndOffset
 from broker.log.leader_epoch import LeaderEpochCache
@@ -43,6 +44,7 @@ from broker.log.local_log import FlushRecorder, LocalLog
 from broker.log.producer_state import ProducerStateManager
 from broker.log.record_times import offset_of_max_timestamp
 from broker.log.recovery import load_log, rebuild_producer_state
+from broker.log.results import LogAppendResult
 from broker.log.segment import FetchDataInfo, LogOffsetMetadata, LogSegment, TimeMs, wall_clock_ms
 from broker.records.batch import (
     CONTROL_FLAG_MASK,
@@ -167,14 +169,6 @@ class PendingAppend(NamedTuple):
     shallow_offset_of_max_timestamp: int
     segment_base_offset: int
     position: int  # where the bytes will start in the active segment
-
-
-class LogAppendResult(NamedTuple):
-    first_offset: int
-    last_offset: int
-    max_timestamp: int
-    shallow_offset_of_max_timestamp: int
-    log_start_offset: int
 
 
 class UnifiedLog:
@@ -441,38 +435,13 @@ class UnifiedLog:
         """prepare + commit, for callers without producer-state checks.
 
         The common case -- one v2 batch starting at the LEO, no producer id,
-        no roll -- takes a straight path with the same effects (this is the
-        produce hot path; everything else goes through the two steps).
+        no roll -- takes a straight path with the same effects (the produce
+        hot path, ``broker.log.appender``: a pure-Python reference and a
+        compiled twin); everything else goes through the two steps.
         """
-        view = records if isinstance(records, memoryview) else memoryview(records)
-        size = view.nbytes
-        local = self._local
-        if size >= 61 and view[16] == MAGIC_V2 and not local._closed:
-            h = _V2.unpack_from(view, 0)
-            base = h[0]
-            config = local.config
-            if (
-                h[1] + 12 == size
-                and h[9] == -1
-                and base == local._leo_offset
-                and size <= config.segment_bytes
-                and config is self._roll_config
-            ):
-                epoch = h[2]
-                if epoch >= 0:
-                    self.leader_epoch_cache.assign(epoch, base)
-                last = base + h[6]
-                max_ts = h[8]
-                segment = local.segments.active()
-                if not segment.should_roll(
-                    self._max_segment_ms, config.segment_bytes, max_ts, last, size, self._time_ms()
-                ):
-                    segment.append(last, max_ts, last, view)
-                    local._leo_offset = last + 1
-                    self.producer_state._last_map_offset = last + 1
-                    if last + 1 - local._recovery_point >= config.flush_messages:
-                        self.flush()
-                    return LogAppendResult(base, last, max_ts, last, self.log_start_offset)
+        result: LogAppendResult | None = fast_append(self, records)
+        if result is not None:
+            return result
         return self.commit_append(self.prepare_append(records))
 
     # ---- roll and flush -------------------------------------------------------------------------
@@ -727,6 +696,10 @@ class UnifiedLog:
 
     def close_handlers(self) -> None:
         self._local.close_handlers()
+
+    def mark_deleted(self) -> None:
+        """No more appends or reads; descriptors stay open (see ``LogManager.delete_log``)."""
+        self._local.mark_closed()
 
     def assign_topic_id(self, topic_id: bytes) -> None:
         metadata = PartitionMetadataFile(self.dir)

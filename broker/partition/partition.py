@@ -70,6 +70,14 @@ class Partition:
         self._name = f"{topic}-{partition}"
         #: one-shot callbacks run after the next successful append (long-poll fetches)
         self._append_listeners: list[Callable[[], None]] = []
+        # Partition.makeLeader: a new leader's epoch starts at its log end offset
+        # (UnifiedLog.maybeAssignEpochStartOffset), so OffsetForLeaderEpoch and
+        # ListOffsets know epoch 0 before the first append, as on Kafka. A cache
+        # that already holds this epoch (or a later one) is left as it is.
+        cache = log.leader_epoch_cache
+        latest = cache.latest_epoch
+        if latest is None or latest < LEADER_EPOCH:
+            cache.assign(LEADER_EPOCH, log.log_end_offset)
 
     def __repr__(self) -> str:
         return f"Partition({self._name})"

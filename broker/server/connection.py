@@ -143,6 +143,9 @@ class Connection(asyncio.BufferedProtocol):
         self._writing_paused = False
         self._write_resumed: asyncio.Event | None = None
         self._closed = False
+        #: no further frames are dispatched; the transport closes once the
+        #: responses of those already dispatched are written
+        self._closing = False
         self._tasks: set[asyncio.Future[Segments | None]] = set()
 
     # ---- asyncio.Protocol ----------------------------------------------
@@ -216,7 +219,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def _cut_frames(self) -> None:
         buf = self._buf
-        while not self._closed:
+        while not self._closed and not self._closing:
             avail = self._end - self._start
             if avail < 4:
                 break
@@ -299,8 +302,13 @@ class Connection(asyncio.BufferedProtocol):
                 self._write(transport, slot.segments)
             self._inflight -= slot.size
             self.budget.release(slot.size)
-        if not self._slots and self._start == self._end:
-            self._start = self._end = 0
+        if not self._slots:
+            if self._closing:
+                if transport is not None and not self._closed:
+                    transport.close()
+                return
+            if self._start == self._end:
+                self._start = self._end = 0
         self._maybe_resume_reading()
 
     def _write(self, transport: asyncio.Transport, segments: Segments) -> None:
@@ -332,7 +340,7 @@ class Connection(asyncio.BufferedProtocol):
                 self.budget.wait(self)
 
     def _maybe_resume_reading(self) -> None:
-        if not self._reading_paused or self.transport is None or self._closed:
+        if not self._reading_paused or self.transport is None or self._closed or self._closing:
             return
         if self._over_limit():
             if self.budget.exhausted():
@@ -349,8 +357,16 @@ class Connection(asyncio.BufferedProtocol):
             self.transport.abort()
 
     def close(self) -> None:
-        """Close after the responses already queued are written."""
-        if self.transport is not None and not self._closed:
+        """Stop dispatching frames; close once the responses of the requests
+        already dispatched are written (Kafka closes an acks=0 connection
+        after a failed append without reading what the client sent next)."""
+        if self.transport is None or self._closed or self._closing:
+            return
+        self._closing = True
+        if not self._reading_paused:
+            self._reading_paused = True
+            self.transport.pause_reading()
+        if not self._slots:
             self.transport.close()
 
     @property

@@ -33,7 +33,7 @@ from broker.errors import ErrorCode
 from broker.handlers.base import RequestHandler
 from broker.handlers.context import RequestContext
 from broker.handlers.registry import HandlerRegistry
-from broker.metrics import BrokerMetrics
+from broker.metrics import BrokerMetrics, NullMetrics
 from broker.protocol import (
     API_KEYS,
     DecodeError,
@@ -55,7 +55,7 @@ _ERROR_NAMES = {int(c): c.name for c in ErrorCode}
 class Dispatcher:
     """Implements the connection's ``FrameHandler``."""
 
-    def __init__(self, registry: HandlerRegistry, metrics: BrokerMetrics) -> None:
+    def __init__(self, registry: HandlerRegistry, metrics: BrokerMetrics | NullMetrics) -> None:
         self.registry = registry
         self.metrics = metrics
 

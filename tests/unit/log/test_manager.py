@@ -225,6 +225,25 @@ def test_ticks(tmp_path: Path) -> None:
     manager.shutdown()
 
 
+@pytest.mark.parametrize(
+    ("policy", "deletes"), [("delete", True), ("compact,delete", True), ("compact", False)]
+)
+def test_retention_follows_the_delete_policy(tmp_path: Path, policy: str, deletes: bool) -> None:
+    """Kafka's cleaner applies retention to compact,delete logs; compact alone keeps all."""
+    manager = LogManager([tmp_path / "d"], time_ms=MockTime())
+    manager.startup()
+    manager.create_topic(
+        "t", 1, {"segment.bytes": "200", "retention.bytes": "0", "cleanup.policy": policy}
+    )
+    tp = TopicPartition("t", 0)
+    fill(manager, tp, 10)
+    log = manager.get_log(tp)
+    assert log is not None and log.number_of_segments > 1
+    assert (manager.cleanup_logs() > 0) is deletes
+    assert (log.log_start_offset > 0) is deletes
+    manager.shutdown()
+
+
 def test_unknown_folder_in_a_log_dir_stops_startup(tmp_path: Path) -> None:
     (tmp_path / "d" / "notapartition").mkdir(parents=True)
     with pytest.raises(KafkaStorageError, match="should only contain Kafka topic data"):
@@ -233,4 +252,26 @@ def test_unknown_folder_in_a_log_dir_stops_startup(tmp_path: Path) -> None:
     (tmp_path / "d" / "notapartition").rmdir()
     manager = LogManager([tmp_path / "d"])
     manager.startup()
+    manager.shutdown()
+
+
+def test_a_deleted_partition_keeps_its_descriptors_until_removed(tmp_path: Path) -> None:
+    clock = MockTime()
+    manager = LogManager([tmp_path / "d"], time_ms=clock)
+    manager.startup()
+    manager.create_topic("gone", 1, {"file.delete.delay.ms": 1000})
+    tp = TopicPartition("gone", 0)
+    fill(manager, tp, 3)
+    log = manager.get_log(tp)
+    assert log is not None
+    info = log.read(0, 10_000)
+    assert info.records is not None
+    manager.delete_topic("gone")
+    # a fetch that got its slice before the deletion can still send it
+    assert info.records.read()[:8] == (0).to_bytes(8, "big")
+    with pytest.raises(KafkaStorageError):
+        log.read(0, 100)
+    clock.sleep(1000)
+    manager.delete_expired_files()
+    assert not [p for p in (tmp_path / "d").iterdir() if p.is_dir()]
     manager.shutdown()

@@ -296,3 +296,42 @@ def test_producers_expire_after_producer_id_expiration_ms(tmp_path: Path) -> Non
     assert log.remove_expired_producers(clock() + 1000) == 1
     assert log.producer_state.last_entry(5) is None
     log.close()
+
+
+@pytest.mark.parametrize("twin", ["broker.log._append_py", "broker.log._append_c"])
+def test_both_append_twins_write_what_the_two_step_path_writes(tmp_path: Path, twin: str) -> None:
+    import importlib
+
+    from broker.log import unified_log
+
+    module = importlib.import_module(twin)
+    config = TopicConfig(segment_bytes=900, index_interval_bytes=40, segment_ms=5000)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(unified_log, "fast_append", module.fast_append)
+        fast = UnifiedLog.open(tmp_path / "a-0", config, time_ms=MockTime())
+    slow = UnifiedLog.open(tmp_path / "b-0", config, time_ms=MockTime())
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(unified_log, "fast_append", module.fast_append)
+        taken = 0
+        for i in range(120):
+            ts = 1000 + (i * 53) % 700 + (4000 if i == 90 else 0)  # one time-based roll
+            data = v2_batch(
+                fast.log_end_offset,
+                [b"v" * (i * 11 % 120)] * (1 + i % 4),
+                base_timestamp=ts,
+                partition_leader_epoch=i // 30,
+            )
+            if module.fast_append(fast, data) is None:  # a roll, a first append: general path
+                fast.commit_append(fast.prepare_append(data))
+            else:
+                taken += 1
+            slow.commit_append(slow.prepare_append(data))
+        assert 60 < taken < 120  # both paths were exercised
+    fast.close()
+    slow.close()
+    names = sorted(p.name for p in (tmp_path / "a-0").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "b-0").iterdir())
+    for name in names:
+        assert (tmp_path / "a-0" / name).read_bytes() == (tmp_path / "b-0" / name).read_bytes(), (
+            name
+        )

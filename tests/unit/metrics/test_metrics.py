@@ -112,3 +112,20 @@ def test_build_info_names_the_records_implementation():
     (labels,) = [dict(lb) for (n, lb) in s if n == "kafka_broker_build_info"]
     assert labels["records_implementation"] == "compiled"
     assert labels["event_loop"] == "uvloop"
+
+
+def test_null_metrics_record_nothing_but_keep_build_info():
+    from broker.metrics import NullMetrics
+
+    real = make()
+    null = NullMetrics(real)
+    null.topic("t").messages_in.inc(5)
+    null.request("Produce", 9).total_time.observe(0.1)
+    null.client_conversions("Produce", "x", "1").inc(3)
+    null.validator_recorder.record_invalid_magic()
+    null.record_error("Produce", "NONE")
+    s = samples(real)
+    assert not any(n.startswith("kafka_topic_") for (n, _) in s)
+    assert not any(n == "kafka_requests_total" for (n, _) in s)
+    assert s[("kafka_invalid_magic_number_records_total", ())] == 0
+    assert any(n == "kafka_broker_build_info" for (n, _) in s)

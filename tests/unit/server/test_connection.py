@@ -219,3 +219,44 @@ def test_broker_wide_budget_pauses_other_connections():
         await server.wait_closed()
 
     run(main())
+
+
+def test_close_stops_dispatching_and_closes_after_pending_responses():
+    async def main():
+        conns = []
+
+        class Closer(EchoHandler):
+            def handle_frame(self, frame_view, conn):
+                data = bytes(frame_view)
+                if data == b"close-me":
+                    self.seen.append(data)
+                    conn.close()  # like acks=0 after a failed append
+                    return None
+                return super().handle_frame(frame_view, conn)
+
+        handler = Closer()
+        loop = asyncio.get_running_loop()
+
+        def factory():
+            c = Connection(handler, ConnectionLimits(), InflightBudget(1 << 30))
+            conns.append(c)
+            return c
+
+        server = await loop.create_server(factory, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        w.write(frame(b"S-slow") + frame(b"close-me") + frame(b"never"))
+        await w.drain()
+        for _ in range(100):
+            if len(handler.seen) >= 2:
+                break
+            await asyncio.sleep(0.01)
+        handler.release.set()
+        assert await read_frame(r) == b"slow:S-slow"  # answered before closing
+        assert await r.read() == b""  # then closed
+        assert b"never" not in handler.seen
+        w.close()
+        server.close()
+        await server.wait_closed()
+
+    run(main())

@@ -1,0 +1,91 @@
+"""AlterConfigs (key 33), versions 0-2: the legacy, whole-set configuration change.
+
+Behaviour (``ConfigAdminManager.preprocess``, ``ConfigurationControlManager.legacyAlterConfigs``):
+- The configs of a TOPIC resource *replace* the topic's overrides: a key
+  the request does not name goes back to its broker-level default, as in
+  Kafka (use IncrementalAlterConfigs to change single keys).
+- Per resource, in request order: named twice in the request ->
+  INVALID_REQUEST for each copy; a config key twice -> INVALID_REQUEST; a
+  null value -> INVALID_REQUEST; a resource type other than TOPIC and BROKER
+  -> INVALID_REQUEST; an empty topic name -> INVALID_REQUEST; an illegal
+  one -> INVALID_TOPIC_EXCEPTION; bad configs -> INVALID_CONFIG with Kafka's
+  messages; an unknown topic -> UNKNOWN_TOPIC_OR_PARTITION.
+- The new overrides are persisted in the log dirs (they survive restarts)
+  and take effect on each partition's next append (compression.type,
+  message.timestamp.type, max.message.bytes, segment.bytes, retention.* ...).
+- BROKER resources: this broker has no dynamic broker configuration, so any
+  change is INVALID_REQUEST naming the keys (Kafka's answer for a key that
+  cannot be updated dynamically); the node id is checked first as Kafka does.
+- validate_only: every check, nothing changed.
+
+Version notes:
+- v1: same as v0. v2+: flexible.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from broker.errors import ErrorCode, InvalidRequestError, KafkaError
+from broker.handlers.base import Reply, RequestHandler
+from broker.handlers.config_changes import (
+    BROKER,
+    SET,
+    change_topic_config,
+    check_broker_resource,
+    check_null_values,
+    check_resource_type,
+    check_topic_resource,
+    check_unique_names,
+    duplicate_resources,
+)
+from broker.handlers.context import RequestContext
+from broker.protocol.data import Data
+from broker.protocol.messages import AlterConfigsResponse
+
+log = logging.getLogger(__name__)
+
+
+class AlterConfigsHandler(RequestHandler):
+    API_KEY = 33
+    MIN_VERSION = 0
+    MAX_VERSION = 2
+
+    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+        twice = duplicate_resources((r.resource_type, r.resource_name) for r in request.resources)
+        responses = []
+        for resource in request.resources:
+            code, message = ErrorCode.NONE, None
+            try:
+                if (resource.resource_type, resource.resource_name) in twice:
+                    raise InvalidRequestError("Each resource must appear at most once.")
+                self._alter(resource, request.validate_only)
+            except KafkaError as exc:
+                code, message = exc.code, str(exc)
+            except Exception as exc:
+                log.exception("unexpected error altering configs of %s", resource.resource_name)
+                code, message = ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)
+            ctx.count_error(code)
+            responses.append(
+                AlterConfigsResponse.AlterConfigsResourceResponse(
+                    error_code=code,
+                    error_message=message,
+                    resource_type=resource.resource_type,
+                    resource_name=resource.resource_name,
+                )
+            )
+        return AlterConfigsResponse(responses=responses)
+
+    def _alter(self, resource: Data, validate_only: bool) -> None:
+        names = [c.name for c in resource.configs]
+        check_unique_names(names)
+        check_null_values([(c.name, SET, c.value) for c in resource.configs])
+        check_resource_type(resource.resource_type)
+        name = resource.resource_name
+        if resource.resource_type == BROKER:
+            check_broker_resource(self.broker.node_id, name, names)
+            return
+        check_topic_resource(name)
+        change_topic_config(
+            self.broker, name, {c.name: c.value for c in resource.configs}, validate_only
+        )

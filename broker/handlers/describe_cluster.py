@@ -1,0 +1,83 @@
+"""DescribeCluster (key 60), versions 0-1.
+
+Behaviour (``KafkaApis.handleDescribeCluster``, ``AuthHelper.computeDescribeClusterResponse``):
+- One broker: this one, with its advertised address (rack null); it is also
+  the controller, so controller_id is its node id. cluster_id is the id kept
+  in the log dirs' ``meta.properties``.
+- endpoint_type (v1+): 1 (BROKER) is answered; 2 (CONTROLLER) ->
+  MISMATCHED_ENDPOINT_TYPE (this broker listens as a broker; Kafka's brokers
+  answer the same); any other value -> UNSUPPORTED_ENDPOINT_TYPE.
+- include_cluster_authorized_operations: there is no authorizer, so every
+  operation on the cluster is allowed, and the answer is the bit field of
+  the cluster's operations (``AclEntry.supportedOperations(CLUSTER)``), as a
+  Kafka broker without an authorizer gives; otherwise Kafka's "not
+  requested" value (-2147483648).
+
+Version notes:
+- v0-1 are flexible. v1: endpoint_type in request and response.
+"""
+
+from __future__ import annotations
+
+from broker.errors import ErrorCode
+from broker.handlers.base import Reply, RequestHandler
+from broker.handlers.context import RequestContext
+from broker.protocol.data import Data
+from broker.protocol.messages import DescribeClusterResponse
+
+BROKER_ENDPOINT = 1
+CONTROLLER_ENDPOINT = 2
+_ENDPOINT_NAMES = {BROKER_ENDPOINT: "BROKER", CONTROLLER_ENDPOINT: "CONTROLLER"}
+NOT_REQUESTED = -(2**31)
+#: AclOperation codes of CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS,
+#: ALTER_CONFIGS, IDEMPOTENT_WRITE (the operations a CLUSTER resource supports)
+CLUSTER_OPERATIONS = (5, 7, 8, 9, 10, 11, 12)
+CLUSTER_AUTHORIZED_OPERATIONS = sum(1 << op for op in CLUSTER_OPERATIONS)
+
+
+class DescribeClusterHandler(RequestHandler):
+    API_KEY = 60
+    MIN_VERSION = 0
+    MAX_VERSION = 1
+
+    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+        version = ctx.header.api_version
+        wanted = request.endpoint_type
+        if wanted != BROKER_ENDPOINT:
+            if wanted in _ENDPOINT_NAMES:
+                code = (
+                    ErrorCode.INVALID_REQUEST
+                    if version == 0
+                    else ErrorCode.MISMATCHED_ENDPOINT_TYPE
+                )
+                message = (
+                    "The request was sent to an endpoint of type BROKER, but we wanted an "
+                    f"endpoint of type {_ENDPOINT_NAMES[wanted]}"
+                )
+            else:
+                code = (
+                    ErrorCode.INVALID_REQUEST
+                    if version == 0
+                    else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+                )
+                message = f"Unsupported endpoint type {wanted}"
+            ctx.count_error(code)
+            return DescribeClusterResponse(error_code=code, error_message=message)
+        broker = self.broker
+        endpoint = broker.advertised
+        ctx.count_error(ErrorCode.NONE)
+        return DescribeClusterResponse(
+            error_code=ErrorCode.NONE,
+            error_message=None,
+            endpoint_type=BROKER_ENDPOINT,
+            cluster_id=broker.cluster_id,
+            controller_id=broker.node_id,
+            brokers=[
+                DescribeClusterResponse.DescribeClusterBroker(
+                    broker_id=broker.node_id, host=endpoint.host, port=endpoint.port, rack=None
+                )
+            ],
+            cluster_authorized_operations=CLUSTER_AUTHORIZED_OPERATIONS
+            if request.include_cluster_authorized_operations
+            else NOT_REQUESTED,
+        )

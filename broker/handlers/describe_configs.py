@@ -1,0 +1,130 @@
+"""DescribeConfigs (key 32), versions 0-4.
+
+Behaviour (``ConfigHelper.describeConfigs``; entries are built by
+``broker/handlers/config_entries.py``):
+- TOPIC resources: every topic key of ``broker/config.py`` with the topic's
+  effective value, source (TOPIC_CONFIG, STATIC_BROKER_CONFIG or
+  DEFAULT_CONFIG) and synonyms; not read-only. An illegal name ->
+  INVALID_TOPIC_EXCEPTION, an unknown topic -> UNKNOWN_TOPIC_OR_PARTITION.
+- BROKER resources named with this broker's node id: every broker key
+  (broker-only keys and the broker synonyms of topic keys), read-only
+  (there is no dynamic broker configuration). The empty name (the
+  cluster-wide dynamic defaults) has no entries. Another id or a name that
+  is not a number -> INVALID_REQUEST.
+- configuration_keys, when given and not empty, keeps only those names
+  (unknown names are left out silently, as Kafka does).
+- Other resource types (BROKER_LOGGER, CLIENT_METRICS, unknown) ->
+  INVALID_REQUEST for that resource with a message (Kafka fails the whole
+  request for an unknown type and answers BROKER_LOGGER with log4j levels;
+  docs/deviations.md).
+
+Version notes:
+- v0: is_default (true when the value is the built-in default; Kafka 3.9
+  always sends false, docs/deviations.md). v1+: config_source, synonyms
+  when include_synonyms is set. v3+: config_type, documentation when
+  include_documentation is set. v4+: flexible.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from broker.config import ConfigSource
+from broker.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
+from broker.handlers.base import Reply, RequestHandler
+from broker.handlers.config_changes import BROKER, TOPIC, check_resource_type
+from broker.handlers.config_entries import ConfigEntry, broker_entries, topic_entries
+from broker.handlers.context import RequestContext
+from broker.partition.replica_manager import validate_topic_name
+from broker.protocol.data import Data
+from broker.protocol.messages import DescribeConfigsResponse
+
+log = logging.getLogger(__name__)
+
+_Result = DescribeConfigsResponse.DescribeConfigsResult
+
+
+class DescribeConfigsHandler(RequestHandler):
+    API_KEY = 32
+    MIN_VERSION = 0
+    MAX_VERSION = 4
+
+    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+        version = ctx.header.api_version
+        synonyms = version >= 1 and request.include_synonyms
+        documentation = version >= 3 and request.include_documentation
+        results = []
+        for resource in request.resources:
+            try:
+                entries = self._entries(resource.resource_type, resource.resource_name)
+            except KafkaError as exc:
+                ctx.count_error(exc.code)
+                results.append(
+                    _Result(
+                        error_code=exc.code,
+                        error_message=str(exc),
+                        resource_type=resource.resource_type,
+                        resource_name=resource.resource_name,
+                        configs=[],
+                    )
+                )
+                continue
+            keys = resource.configuration_keys
+            if keys:
+                wanted = set(keys)
+                entries = [e for e in entries if e.name in wanted]
+            ctx.count_error(ErrorCode.NONE)
+            results.append(
+                _Result(
+                    error_code=ErrorCode.NONE,
+                    error_message=None,
+                    resource_type=resource.resource_type,
+                    resource_name=resource.resource_name,
+                    configs=[_config(e, synonyms, documentation) for e in entries],
+                )
+            )
+        return DescribeConfigsResponse(results=results)
+
+    def _entries(self, resource_type: int, name: str) -> list[ConfigEntry]:
+        check_resource_type(resource_type)
+        broker = self.broker
+        if resource_type == TOPIC:
+            validate_topic_name(name)
+            if broker.replica_manager.partition_count(name) is None:
+                raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
+            store = broker.log_manager.config_store
+            return topic_entries(broker.config, store.config(name), store.overrides(name))
+        assert resource_type == BROKER
+        if not name:
+            return []  # the cluster-wide dynamic defaults: none here
+        try:
+            node = int(name)
+        except ValueError:
+            raise InvalidRequestError(f"Broker id must be an integer, but it is: {name}") from None
+        if node != broker.node_id:
+            raise InvalidRequestError(
+                f"Unexpected broker id, expected {broker.node_id} or empty string, but received "
+                f"{name}"
+            )
+        return broker_entries(broker.config)
+
+
+def _config(entry: ConfigEntry, synonyms: bool, documentation: bool) -> Data:
+    return DescribeConfigsResponse.DescribeConfigsResourceResult(
+        name=entry.name,
+        value=entry.value,
+        read_only=entry.read_only,
+        is_default=entry.source == ConfigSource.DEFAULT_CONFIG,
+        config_source=int(entry.source),
+        is_sensitive=entry.is_sensitive,
+        synonyms=[
+            DescribeConfigsResponse.DescribeConfigsSynonym(
+                name=s.name, value=s.value, source=int(s.source)
+            )
+            for s in entry.synonyms
+        ]
+        if synonyms
+        else [],
+        config_type=entry.config_type,
+        documentation=entry.documentation if documentation else None,
+    )

@@ -1,0 +1,183 @@
+# cython: language_level=3
+"""Compiled twin of ``_append_py.py``: same function, same effects.
+
+The batch header is decoded from the buffer in C, the bytes are written
+with ``pwrite(2)`` without the GIL, and the index entries are stored into
+the index mappings directly; the state stays in the Python objects that
+own it (log, segment, indexes), read and written as attributes.
+"""
+
+from broker.log.results import LogAppendResult
+from broker.log.time_index import TimestampOffset
+
+from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
+from libc.errno cimport errno
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+
+
+cdef extern from "unistd.h" nogil:
+    ssize_t pwrite(int fd, const void *buf, size_t count, long offset)
+
+
+cdef int64_t INT_MAX = 2147483647
+
+
+cdef inline int64_t _i64(const uint8_t* b, Py_ssize_t p) noexcept nogil:
+    cdef uint64_t v = 0
+    cdef int i
+    for i in range(8):
+        v = (v << 8) | b[p + i]
+    return <int64_t>v
+
+
+cdef inline int32_t _i32(const uint8_t* b, Py_ssize_t p) noexcept nogil:
+    return <int32_t>((<uint32_t>b[p] << 24) | (<uint32_t>b[p + 1] << 16)
+                     | (<uint32_t>b[p + 2] << 8) | <uint32_t>b[p + 3])
+
+
+cdef inline void _put32(uint8_t* m, Py_ssize_t at, uint32_t v) noexcept nogil:
+    m[at] = (v >> 24) & 0xFF
+    m[at + 1] = (v >> 16) & 0xFF
+    m[at + 2] = (v >> 8) & 0xFF
+    m[at + 3] = v & 0xFF
+
+
+cdef int _store(object mapping, Py_ssize_t at, uint32_t a, uint32_t b_, uint32_t c, int n) except -1:
+    """Write n (2 or 3) big-endian words into an index mapping (a plain
+    buffer request: cheaper than a typed memoryview on this path)."""
+    cdef Py_buffer mb
+    PyObject_GetBuffer(mapping, &mb, PyBUF_WRITABLE)
+    try:
+        if at + 4 * n > mb.len:
+            raise IndexError("index entry past the end of the mapping")
+        _put32(<uint8_t*>mb.buf, at, a)
+        _put32(<uint8_t*>mb.buf, at + 4, b_)
+        if n == 3:
+            _put32(<uint8_t*>mb.buf, at + 8, c)
+    finally:
+        PyBuffer_Release(&mb)
+    return 0
+
+
+def fast_append(log, records):
+    cdef Py_buffer rb
+    PyObject_GetBuffer(records, &rb, PyBUF_SIMPLE)
+    try:
+        return _fast_append(log, records, <const uint8_t*>rb.buf, rb.len)
+    finally:
+        PyBuffer_Release(&rb)
+
+
+cdef object _fast_append(log, records, const uint8_t* b, Py_ssize_t size):
+    cdef int64_t base, last, max_ts, position, relative, first_ts, waited, seg_bytes
+    cdef int64_t since, ts, ts_offset, segment_base
+    cdef int32_t epoch
+    cdef ssize_t written
+    cdef int fd
+    cdef Py_ssize_t entries
+    if size < 61 or b[16] != 2:
+        return None
+    local = log._local
+    if local._closed:
+        return None
+    base = _i64(b, 0)
+    if _i32(b, 8) + 12 != size or _i64(b, 43) != -1 or base != local._leo_offset:
+        return None
+    config = local.config
+    if config is not log._roll_config:
+        return None
+    seg_bytes = config.segment_bytes
+    if size > seg_bytes:
+        return None
+    last = base + _i32(b, 23)
+    max_ts = _i64(b, 35)
+    epoch = _i32(b, 12)
+    segments = local.segments._segments
+    segment = segments[len(segments) - 1]  # no negative index: wraparound is off
+    flog = segment.log
+    position = flog._size
+    if position > seg_bytes - size:
+        return None
+    if position > 0:
+        first = segment._rolling_based_timestamp
+        if first is None:
+            return None
+        first_ts = first
+        if first_ts >= 0:
+            waited = max_ts - first_ts
+        else:
+            waited = log._time_ms() - segment.created
+        if waited > log._max_segment_ms - segment.roll_jitter_ms:
+            return None
+    offset_index = segment._offset_index._index
+    time_index = segment._time_index._index
+    max_so_far = segment._max_timestamp_and_offset
+    if offset_index is None or time_index is None or max_so_far is None:
+        return None
+    segment_base = segment.base_offset
+    relative = last - segment_base
+    if (
+        relative < 0
+        or relative > INT_MAX
+        or offset_index._entries >= offset_index._max_entries
+        or time_index._entries >= time_index._max_entries - 1
+    ):
+        return None
+    # from here on: the append
+    if epoch >= 0:
+        cache = log.leader_epoch_cache
+        epochs = cache._epochs
+        if not epochs or epochs[len(epochs) - 1].epoch != epoch:
+            cache.assign(epoch, base)
+    if position == 0:
+        segment._rolling_based_timestamp = max_ts
+    fd = flog.fd
+    with nogil:
+        written = pwrite(fd, b, size, position)
+    if written < 0:
+        raise OSError(errno, "pwrite failed", str(flog.path))
+    if written != size:
+        flog.finish_short_write(records, position, written)
+    flog._size = position + size
+    if max_ts > max_so_far.timestamp:
+        max_so_far = TimestampOffset(max_ts, last)
+        segment._max_timestamp_and_offset = max_so_far
+    since = segment._bytes_since_last_index_entry
+    if since > segment.index_interval_bytes:
+        entries = offset_index._entries
+        if entries and last > offset_index._last_offset and offset_index._mm is not None:
+            _store(offset_index._mm, entries * 8, <uint32_t>relative, <uint32_t>position, 0, 2)
+            offset_index._entries = entries + 1
+            offset_index._last_offset = last
+        else:
+            offset_index.append(last, position)
+        time_last = time_index._last
+        ts = max_so_far.timestamp
+        ts_offset = max_so_far.offset
+        entries = time_index._entries
+        if (
+            entries
+            and ts > time_last.timestamp
+            and ts_offset >= time_last.offset
+            and time_index._mm is not None
+        ):
+            _store(
+                time_index._mm,
+                entries * 12,
+                <uint32_t>(<uint64_t>ts >> 32),
+                <uint32_t>(<uint64_t>ts & 0xFFFFFFFFU),
+                <uint32_t>(ts_offset - segment_base),
+                3,
+            )
+            time_index._entries = entries + 1
+            time_index._last = max_so_far
+        elif ts > time_last.timestamp or entries == 0:
+            time_index.maybe_append(ts, ts_offset)
+        segment._bytes_since_last_index_entry = size
+    else:
+        segment._bytes_since_last_index_entry = since + size
+    local._leo_offset = last + 1
+    log.producer_state._last_map_offset = last + 1
+    if last + 1 - local._recovery_point >= config.flush_messages:
+        log.flush()
+    return LogAppendResult(base, last, max_ts, last, log.log_start_offset)
