@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,11 @@ from broker.spark.plain import (
     SEGMENT_MAXIMA,
     SEGMENT_MINIMA,
 )
+
+#: segments smaller than this share a task (whole segments of 1 GB, Kafka's
+#: default, each keep one): the audit's work per small segment is less than
+#: Spark's cost of a task
+DEFAULT_PACK_BYTES = 16 * 1024 * 1024
 
 TABLES = ("segments", "partitions", "topics", "batch_kinds", "timeline", "problems")
 SEGMENT_KEYS = ["log_dir", "topic", "partition", "segment", "segment_base_offset"]
@@ -74,6 +80,7 @@ def build_tables(
     verify_crc: bool = True,
     topics: Sequence[str] | None = None,
     max_partition_bytes: int | None = None,
+    pack_bytes: int = DEFAULT_PACK_BYTES,
 ) -> dict[str, Any]:
     """The audit's DataFrames: the two scans run and cached here, the tables
     lazy on top of them."""
@@ -85,6 +92,7 @@ def build_tables(
         options["topics"] = ",".join(topics)
     if max_partition_bytes:
         options["maxPartitionBytes"] = str(max_partition_bytes)
+    options["packBytes"] = str(pack_bytes)
     path_list = list(paths)
     # both scans materialised once, before any query uses them: a query whose
     # branches read a cached frame not yet filled would each scan the files
@@ -92,7 +100,7 @@ def build_tables(
     spark.sparkContext.setJobDescription("audit: batch facts of every segment")
     batches.count()
     index = (
-        _reader(spark, "index", {k: v for k, v in options.items() if k == "topics"})
+        _reader(spark, "index", {k: v for k, v in options.items() if k in ("topics", "packBytes")})
         .load(path_list)
         .cache()
     )
@@ -322,6 +330,7 @@ def run(
     verify_crc: bool = True,
     topics: Sequence[str] | None = None,
     max_partition_bytes: int | None = None,
+    pack_bytes: int = DEFAULT_PACK_BYTES,
     report: bool = True,
     log: Log = _stderr,
 ) -> AuditOutput:
@@ -334,22 +343,21 @@ def run(
         verify_crc=verify_crc,
         topics=topics,
         max_partition_bytes=max_partition_bytes,
+        pack_bytes=pack_bytes,
     )
-    written: dict[str, Path] = {}
-    for name in TABLES:
-        target = out_dir / name
-        log(f"audit: writing {name} -> {target}")
-        frames[name].coalesce(1).write.mode("overwrite").parquet(str(target))
-        written[name] = target
-    totals_row = (
-        frames["topics"]
-        .agg(
-            *[_sum(c) for c in ("segments", "partitions", "bytes", "records", "batches")],
-            *[_sum(c) for c in SEGMENT_COUNTERS if c not in ("bytes", "records", "batches")],
-        )
-        .collect()[0]
-    )
-    totals = totals_row.asDict()
+    # the tables are small and read cached data: written by concurrent jobs, so
+    # one job's planning and commit overlap another's tasks
+    written = {name: out_dir / name for name in TABLES}
+
+    def write(name: str) -> None:
+        log(f"audit: writing {name} -> {written[name]}")
+        frames[name].coalesce(1).write.mode("overwrite").parquet(str(written[name]))
+
+    frames["segments"].count()  # the frame every roll-up reads, filled once
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        for future in [pool.submit(write, name) for name in TABLES]:
+            future.result()
+    totals = _totals(written["topics"])
     report_path = None
     if report:
         from broker.spark.report import write_report
@@ -361,7 +369,10 @@ def run(
     return AuditOutput(out_dir, written, report_path, totals)
 
 
-def _sum(column: str) -> Any:
-    from pyspark.sql import functions as F  # noqa: N812
+def _totals(topics_table: Path) -> dict[str, Any]:
+    """Sums over the written ``topics`` table (read back with pyarrow)."""
+    import pyarrow.parquet as pq
 
-    return F.coalesce(F.sum(column), F.lit(0)).alias(column)
+    rows = pq.read_table(topics_table).to_pylist()
+    names = ("segments", "partitions", *SEGMENT_COUNTERS)
+    return {name: sum(int(r.get(name) or 0) for r in rows) for name in names}

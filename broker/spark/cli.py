@@ -64,6 +64,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     audit.add_argument("--no-verify-crc", action="store_true", help="skip the CRC checks")
     audit.add_argument("--no-report", action="store_true", help="Parquet tables only")
     audit.add_argument(
+        "--pack-bytes",
+        type=int,
+        default=16 * 1024 * 1024,
+        help="segments smaller than this share Spark tasks, up to this many bytes each "
+        "(default 16 MiB; 0: one task per segment)",
+    )
+    audit.add_argument(
         "--max-partition-bytes",
         type=int,
         help="split segments larger than this into several tasks (default 128 MiB)",
@@ -153,6 +160,7 @@ def _dispatch(args: argparse.Namespace, spark: object, log: Callable[[str], None
             verify_crc=not args.no_verify_crc,
             topics=_topics(args.topics),
             max_partition_bytes=args.max_partition_bytes,
+            pack_bytes=args.pack_bytes,
             report=not args.no_report,
             log=log,
         )

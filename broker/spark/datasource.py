@@ -22,6 +22,8 @@ A path is a log dir, a ``<topic>-<partition>`` folder or a segment file
 ``maxPartitionBytes``  segments larger than this are split at batch
                        boundaries found through the offset index
                        (default 134217728)
+``packBytes``          splits smaller than this share tasks, up to this many
+                       bytes each (default 0: one task per segment or piece)
 ``maxDecompressedBytes``  bound of one decompressed batch (default 64 MiB)
 ``rowsPerBatch``       rows per Arrow record batch handed to Spark (8192)
 ``pushFilters``        ``true`` (default): accept pushed filters on topic,
@@ -53,7 +55,9 @@ from broker.spark.selection import Selection, apply_filter, from_options
 from broker.spark.splits import (
     DEFAULT_MAX_SPLIT_BYTES,
     FolderSplit,
+    PackedSplit,
     SegmentSplit,
+    pack,
     plan,
     plan_folders,
 )
@@ -93,6 +97,7 @@ class ReaderConfig:
     selection: Selection
     read: ReadOptions
     max_split_bytes: int
+    pack_bytes: int
     push_filters: bool
 
     @classmethod
@@ -117,6 +122,7 @@ class ReaderConfig:
                 rows_per_batch=_positive(lowered, "rowsperbatch", DEFAULT_ROWS_PER_BATCH),
             ),
             max_split_bytes=_positive(lowered, "maxpartitionbytes", DEFAULT_MAX_SPLIT_BYTES),
+            pack_bytes=int(lowered.get("packbytes", "0")),
             push_filters=_flag(lowered, "pushfilters", True),
         )
 
@@ -125,7 +131,7 @@ class SplitPartition(InputPartition):
     """One Spark task: a segment file or a piece of one; at the index level a
     partition folder (``splits.py``)."""
 
-    def __init__(self, split: SegmentSplit | FolderSplit | None) -> None:
+    def __init__(self, split: SegmentSplit | PackedSplit | FolderSplit | None) -> None:
         super().__init__(split)
         self.split = split
 
@@ -137,11 +143,12 @@ class KafkaLogReader(DataSourceReader):
         self.config = config
         self.selection = config.selection
 
-    def planned_splits(self) -> Sequence[SegmentSplit | FolderSplit]:
+    def planned_splits(self) -> Sequence[SegmentSplit | PackedSplit | FolderSplit]:
         segments = discover(self.config.paths)
         if self.config.level == schemas.LEVEL_INDEX:
-            return plan_folders(segments, self.selection)
-        return plan(segments, self.selection, self.config.max_split_bytes)
+            return plan_folders(segments, self.selection, self.config.pack_bytes)
+        splits = plan(segments, self.selection, self.config.max_split_bytes)
+        return pack(splits, self.config.pack_bytes)
 
     def partitions(self) -> Sequence[InputPartition]:
         splits = self.planned_splits()

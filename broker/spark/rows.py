@@ -14,6 +14,7 @@ framed, decoded and skipped, for tests and for the curious.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +40,7 @@ from broker.spark.segment_scan import (
     header_facts,
 )
 from broker.spark.selection import Selection
-from broker.spark.splits import FolderSplit, SegmentSplit
+from broker.spark.splits import FolderSplit, PackedSplit, SegmentSplit
 
 DEFAULT_ROWS_PER_BATCH = 8192
 
@@ -380,11 +381,15 @@ def read_index(
 
 def read_split(
     level: str,
-    split: SegmentSplit | FolderSplit,
+    split: SegmentSplit | PackedSplit | FolderSplit,
     selection: Selection,
     options: ReadOptions = ReadOptions(),
     stats: ScanStats | None = None,
 ) -> Iterator[Any]:
+    if isinstance(split, PackedSplit):
+        return itertools.chain.from_iterable(
+            read_split(level, part, selection, options, stats) for part in split.parts
+        )
     if isinstance(split, FolderSplit):
         if level != schemas.LEVEL_INDEX:
             raise ValueError(f"a folder split is read at the index level, not {level!r}")

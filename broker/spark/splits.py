@@ -18,6 +18,10 @@ may run past ``stop``, the next split starting exactly where it ends.
 
 The index level (``index_check``) reads headers and index files only: one
 split per partition folder (:class:`FolderSplit`) rather than per file.
+
+With ``packBytes`` (off by default), splits smaller than it share tasks
+(:func:`pack`), as Spark's file sources pack small files: with thousands of
+small segments a task would cost more than the reading.
 """
 
 from __future__ import annotations
@@ -49,10 +53,56 @@ class SegmentSplit:
 
 @dataclass(frozen=True, slots=True)
 class FolderSplit:
-    """Every segment of one partition folder, whole (the index level: checking
-    indexes reads headers only, so one task per folder rather than per file)."""
+    """Whole segments of one partition folder or, packed, of several (the
+    index level: checking indexes reads headers only, so one task per folder
+    rather than per file)."""
 
     segments: tuple[SegmentFile, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PackedSplit:
+    """Several small splits read by one task, one after the other (``pack``)."""
+
+    parts: tuple[SegmentSplit, ...]
+
+
+def split_size(split: SegmentSplit) -> int:
+    end = split.segment.size if split.stop is None else min(split.stop, split.segment.size)
+    return max(end - split.start, 0)
+
+
+def pack(splits: Sequence[SegmentSplit], pack_bytes: int) -> list[SegmentSplit | PackedSplit]:
+    """Consecutive splits of fewer than ``pack_bytes`` bytes gathered into
+    tasks of up to ``pack_bytes`` (Spark's file sources do the same with
+    small files: a task costs more than reading a small segment). 0: none."""
+    if pack_bytes <= 0:
+        return list(splits)
+    out: list[SegmentSplit | PackedSplit] = []
+    group: list[SegmentSplit] = []
+    total = 0
+
+    def close() -> None:
+        if len(group) == 1:
+            out.append(group[0])
+        elif group:
+            out.append(PackedSplit(tuple(group)))
+        group.clear()
+
+    for split in splits:
+        size = split_size(split)
+        if size >= pack_bytes:
+            close()
+            total = 0
+            out.append(split)
+            continue
+        if total + size > pack_bytes:
+            close()
+            total = 0
+        group.append(split)
+        total += size
+    close()
+    return out
 
 
 def _entry_summary(buf: ReadableBuffer, pos: int) -> tuple[int, int | None, int]:
@@ -149,12 +199,27 @@ def plan(
     return out
 
 
-def plan_folders(segments: Sequence[SegmentFile], selection: Selection) -> list[FolderSplit]:
-    """One split per partition folder the selection wants, every segment whole."""
+def plan_folders(
+    segments: Sequence[SegmentFile], selection: Selection, pack_bytes: int = 0
+) -> list[FolderSplit]:
+    """One split per partition folder the selection wants, every segment
+    whole; with ``pack_bytes``, folders smaller than that share splits."""
     if selection.nothing:
         return []
     folders: dict[str, list[SegmentFile]] = {}
     for segment in segments:
         if selection.wants_partition(segment.topic, segment.partition):
             folders.setdefault(str(Path(segment.path).parent), []).append(segment)
-    return [FolderSplit(tuple(found)) for found in folders.values()]
+    out: list[FolderSplit] = []
+    group: list[SegmentFile] = []
+    total = 0
+    for found in folders.values():
+        size = sum(s.size for s in found)
+        if group and (pack_bytes <= 0 or total + size > pack_bytes):
+            out.append(FolderSplit(tuple(group)))
+            group, total = [], 0
+        group.extend(found)
+        total += size
+    if group:
+        out.append(FolderSplit(tuple(group)))
+    return out

@@ -184,3 +184,34 @@ def test_batch_and_index_levels(tmp_path: Path) -> None:
     assert {r["index"] for r in index_rows} == {"offset", "time"}
     assert not [r for r in index_rows if r["mismatch"]]
     assert all(r["problem"] is None for r in index_rows)
+
+
+def test_small_splits_share_tasks(log: tuple[list[SegmentFile], list[Expected]]) -> None:
+    from broker.spark.rows import read_split
+    from broker.spark.splits import PackedSplit, pack, split_size
+
+    segments, expected = log
+    splits = plan(segments, Selection())
+    assert pack(splits, 0) == splits
+    budget = 2 * max(split_size(s) for s in splits)
+    packed = pack(splits, budget)
+    assert 1 < len(packed) < len(splits)
+    assert all(
+        sum(split_size(p) for p in task.parts) <= budget
+        for task in packed
+        if isinstance(task, PackedSplit)
+    )
+    # nothing lost, nothing read twice, log order kept
+    flat = [p for t in packed for p in (t.parts if isinstance(t, PackedSplit) else (t,))]
+    assert flat == splits
+    rows = [
+        r
+        for task in packed
+        for b in read_split("records", task, Selection())
+        for r in b.to_pylist()
+    ]
+    assert len(rows) == len(expected) + 3 * 5  # topic t and the 3 batches of u
+    big = pack(splits, 1)  # every split larger than the budget: each alone
+    assert big == splits
+    folders = plan_folders(segments, Selection(), pack_bytes=10**9)
+    assert len(folders) == 1 and len(folders[0].segments) == len(segments)
