@@ -31,13 +31,14 @@ from broker.spark.index_check import (
 from broker.spark.segment_scan import (
     DECODE_ERRORS,
     BatchFacts,
+    RecordTuple,
     SegmentBytes,
     Span,
     batch_facts,
-    batch_records,
     codec_name,
     frame,
     header_facts,
+    record_tuples,
 )
 from broker.spark.selection import Selection
 from broker.spark.splits import FolderSplit, PackedSplit, SegmentSplit
@@ -172,7 +173,7 @@ def read_records(
                     stats.skipped_batches += 1
                     continue
                 try:
-                    records = batch_records(
+                    records = record_tuples(
                         buf, span, max_decompressed_bytes=options.max_decompressed_bytes
                     )
                 except DECODE_ERRORS as exc:
@@ -186,7 +187,7 @@ def read_records(
                     continue
                 stats.decoded_batches += 1
                 if records and facts.base_offset is None:
-                    facts.base_offset = records[0].offset  # a legacy wrapper's first offset
+                    facts.base_offset = records[0][0]  # a legacy wrapper's first offset
                 if high is not None and facts.base_offset is not None and facts.base_offset >= high:
                     stats.stopped_early = True
                     break
@@ -209,7 +210,7 @@ def _append_records(
     *,
     split: SegmentSplit,
     facts: BatchFacts,
-    records: list[Any],
+    records: list[RecordTuple],
     selection: Selection,
     values: bool,
 ) -> None:
@@ -234,19 +235,18 @@ def _append_records(
     )
     everything = selection.offsets.unbounded
     append = chunks.rows.append
-    for r in records:
-        if not everything and not selection.wants_offset(r.offset):
+    for offset, timestamp, ts_type, key, value, headers in records:
+        if not everything and not selection.wants_offset(offset):
             continue
-        headers = [{"key": k, "value": v} for k, v in r.headers]
         append(
             (
                 topic,
                 partition,
-                r.offset,
-                r.timestamp,
-                int(r.timestamp_type),
-                r.key,
-                r.value if values else None,
+                offset,
+                timestamp,
+                ts_type,
+                key,
+                value if values else None,
                 headers,
                 *batch_part,
             )

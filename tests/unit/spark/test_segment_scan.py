@@ -261,3 +261,34 @@ def test_wrapper_facts_from_the_compiled_walk_match_the_records(
             assert (facts.base_offset, facts.record_count) == (records[0].offset, len(records))
             assert (facts.min_timestamp, facts.max_timestamp) == (min(stamped), max(stamped))
     assert records[0].offset == 0  # the quirk wrapper read with its inner offsets
+
+
+def test_record_tuples_read_what_the_record_iterators_read(tmp_path: Path) -> None:
+    from broker.spark.segment_scan import record_tuples
+
+    appends = [
+        *v2_appends(3, 7, codec=CompressionType.NONE)[0],
+        *v2_appends(
+            2, 5, codec=CompressionType.SNAPPY, start_offset=21, log_append_time=BASE_TS + 9
+        )[0],
+        *legacy_appends(1, 2, 3, codec=CompressionType.LZ4, start_offset=31)[0],
+        *legacy_appends(0, 2, 1, start_offset=37)[0],
+    ]
+    seg = _segment(tmp_path, appends)
+    with SegmentBytes(seg.path) as data:
+        for span in frame(data.buf, data.size):
+            tuples = record_tuples(data.buf, span, max_decompressed_bytes=1 << 20)
+            records = batch_records(data.buf, span)
+            assert tuples == [
+                (r.offset, r.timestamp, int(r.timestamp_type), r.key, r.value, list(r.headers))
+                for r in records
+            ]
+    # a record whose structure is broken fails as the iterator fails
+    pos, _size = batch_positions(seg.path)[0]
+    overwrite(seg.path, pos + 61, b"\x7f")  # first record's length: past the batch
+    with SegmentBytes(seg.path) as data:
+        span = next(frame(data.buf, data.size))
+        with pytest.raises(Exception, match="record") as got:
+            record_tuples(data.buf, span, max_decompressed_bytes=1 << 20)
+        with pytest.raises(type(got.value)):
+            batch_records(data.buf, span)
