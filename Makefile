@@ -24,7 +24,7 @@ build-ext:
 	$(BIN)/python setup.py -q build_ext --inplace -j 2
 
 $(VENV)/.test-deps: $(VENV)/.installed
-	$(BIN)/python -m pip install -q -e '.[dev,clients]'
+	$(BIN)/python -m pip install -q -e '.[dev,clients,spark]'
 	touch $@
 
 test-deps: $(VENV)/.test-deps system-deps

@@ -22,6 +22,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "broker.log.dump",
         "Print .log, .index, .timeindex and .snapshot files as kafka-dump-log.sh does.",
     ),
+    (
+        "pipeline",
+        "broker.spark.cli",
+        "Audit, export or convert log dirs with Spark (needs the 'spark' extra).",
+    ),
 )
 
 
