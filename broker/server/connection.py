@@ -65,6 +65,8 @@ FRAME_GROWTH = 4
 #: keeps for its next large frames, and how many
 POOL_BUFFER_BYTES = 2 * EAGER_FRAME_BYTES
 POOL_BUFFERS = 4
+#: after a graceful close, how long the peer gets to close its side before a reset
+LINGER_SECONDS = 1.0
 
 #: what a handler answers with: the segments of a whole response frame, size
 #: prefix included (bytes-like objects, or file slices written by the
@@ -168,6 +170,9 @@ class Connection(asyncio.BufferedProtocol):
         #: no further frames are dispatched; the transport closes once the
         #: responses of those already dispatched are written
         self._closing = False
+        #: closing, write side shut: incoming bytes are read and dropped
+        self._draining = False
+        self._drain_view = memoryview(b"")
         self._tasks: set[asyncio.Future[Segments | None]] = set()
 
     # ---- asyncio.Protocol ----------------------------------------------
@@ -205,6 +210,8 @@ class Connection(asyncio.BufferedProtocol):
     # ---- receive --------------------------------------------------------
 
     def get_buffer(self, sizehint: int) -> memoryview:
+        if self._draining:
+            return self._drain_view
         if len(self._buf) - self._end < _MIN_READ:
             needed = self._needed_capacity()
             partial = self._end - self._start
@@ -217,6 +224,8 @@ class Connection(asyncio.BufferedProtocol):
         return self._view[self._end :]
 
     def buffer_updated(self, nbytes: int) -> None:
+        if self._draining:
+            return  # closing: what the peer still sends is read and dropped
         self._end += nbytes
         self._cut_frames()
 
@@ -367,8 +376,7 @@ class Connection(asyncio.BufferedProtocol):
             self.budget.release(slot.size)
         if not self._slots:
             if self._closing:
-                if transport is not None and not self._closed:
-                    transport.close()
+                self._finish_close()
                 return
             if self._start == self._end:
                 self._start = self._end = 0
@@ -430,7 +438,31 @@ class Connection(asyncio.BufferedProtocol):
             self._reading_paused = True
             self.transport.pause_reading()
         if not self._slots:
-            self.transport.close()
+            self._finish_close()
+
+    def _finish_close(self) -> None:
+        """Every dispatched request is answered: half-close, then drain.
+
+        A plain close() while requests the client pipelined behind the
+        answered ones are still unread in the kernel makes the kernel send a
+        RST instead of a FIN (RFC 1122 4.2.2.13), and a RST makes the peer
+        drop the responses it has received but not read yet: the client would
+        never learn that requests the broker appended succeeded. So the write
+        side is shut after the responses (FIN behind them) and whatever the
+        peer still sends is read and dropped until it closes its side, for at
+        most ``LINGER_SECONDS``."""
+        transport = self.transport
+        if transport is None or self._closed or self._draining:
+            return
+        if not transport.can_write_eof():
+            transport.close()
+            return
+        self._draining = True
+        self._drain_view = memoryview(bytearray(_MIN_READ))
+        transport.write_eof()
+        self._reading_paused = False
+        transport.resume_reading()
+        asyncio.get_running_loop().call_later(LINGER_SECONDS, self.abort)
 
     @property
     def idle(self) -> bool:

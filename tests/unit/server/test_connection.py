@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import random
+import socket
 import struct
+import time
 
 import pytest
 
+from broker.server import connection as connection_module
 from broker.server.connection import Connection, ConnectionLimits, InflightBudget
 from tests.aio import run
 
@@ -257,6 +260,88 @@ def test_close_stops_dispatching_and_closes_after_pending_responses():
         assert await read_frame(r) == b"slow:S-slow"  # answered before closing
         assert await r.read() == b""  # then closed
         assert b"never" not in handler.seen
+        w.close()
+        server.close()
+        await server.wait_closed()
+
+    run(main())
+
+
+class _CloseOnRequest(EchoHandler):
+    """Like acks=0 after a failed append: ``close-me`` closes the connection."""
+
+    def handle_frame(self, frame_view, conn):
+        if bytes(frame_view) == b"close-me":
+            self.seen.append(b"close-me")
+            conn.close()
+            return None
+        return super().handle_frame(frame_view, conn)
+
+
+async def _closing_server(handler):
+    conns: list[Connection] = []
+
+    def factory():
+        c = Connection(handler, ConnectionLimits(), InflightBudget(1 << 30))
+        conns.append(c)
+        return c
+
+    server = await asyncio.get_running_loop().create_server(factory, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1], conns
+
+
+def test_answers_reach_the_client_when_it_pipelined_requests_behind_a_close():
+    """Requests the client sent after the broker stopped reading sit unread in
+    the broker's kernel buffer; a plain close() would answer them with a RST,
+    and the RST makes the client's kernel drop the answers it holds but has
+    not read yet. The client here reads only after the broker has closed."""
+
+    async def main():
+        handler = _CloseOnRequest()
+        server, port, conns = await _closing_server(handler)
+        loop = asyncio.get_running_loop()
+
+        def client() -> bytes:
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                s.sendall(frame(b"S-slow") + frame(b"close-me"))
+                time.sleep(0.1)  # the broker has paused reading
+                s.sendall(frame(b"never" * 2000) * 8)  # 80 KB the broker never reads
+                loop.call_soon_threadsafe(handler.release.set)
+                time.sleep(0.3)  # the answer is written and the broker closed its side
+                received = b""
+                while chunk := s.recv(65536):  # ConnectionResetError after a RST
+                    received += chunk
+                return received
+
+        received = await loop.run_in_executor(None, client)
+        assert received == frame(b"slow:S-slow")
+        for _ in range(200):
+            if conns[0].transport is not None and conns[0].transport.is_closing():
+                break
+            await asyncio.sleep(0.01)
+        assert conns[0]._closed or conns[0].transport.is_closing()
+        assert not any(seen.startswith(b"never") for seen in handler.seen)
+        server.close()
+        await server.wait_closed()
+
+    run(main())
+
+
+def test_a_peer_that_never_closes_its_side_is_reset_after_the_linger(monkeypatch):
+    monkeypatch.setattr(connection_module, "LINGER_SECONDS", 0.1)
+
+    async def main():
+        handler = _CloseOnRequest()
+        server, port, conns = await _closing_server(handler)
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        w.write(frame(b"ping") + frame(b"close-me"))
+        assert await read_frame(r) == b"ping"
+        assert await r.read() == b""  # the broker's FIN; we keep our side open
+        for _ in range(100):
+            if conns[0]._closed:
+                break
+            await asyncio.sleep(0.01)
+        assert conns[0]._closed  # aborted at the linger's end
         w.close()
         server.close()
         await server.wait_closed()
