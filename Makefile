@@ -38,7 +38,9 @@ system-deps:
 run: setup
 	$(BIN)/broker serve
 
-lint: setup
+# mypy type-checks broker/spark against pyspark's own annotations, so lint
+# needs the extras installed (without them pyspark's classes are Any).
+lint: $(VENV)/.test-deps
 	$(BIN)/ruff check broker tests bench
 	$(BIN)/ruff format --check broker tests bench
 	$(BIN)/mypy

@@ -34,7 +34,11 @@ in records and in time.
     one with ``false`` (no-op meters on the request path), rounds alternating:
     throughput with metrics / without (goal: at most 3% lower, i.e. >= 0.97x).
     Broker CPU per 1 MB request is shown for both, the steadier figure on a
-    shared machine.
+    shared machine. Then the same in process, where nothing else disturbs
+    the figure: the whole dispatcher wired as the app wires it, with the
+    real meters and with the no-ops, thread CPU per request for 1 MB, 16 KB
+    and 1 KB requests of 100 B records (the smaller the request, the larger
+    the share of the per-request recording).
 
 Each measurement is the best of a few bounded rounds (``bench/common.py``
 explains why the minimum time is kept on a shared 2-core machine); dirty
@@ -98,6 +102,7 @@ class Server:
 
     def __init__(self, args: list[str], log: Path) -> None:
         self.log = log
+        self.metrics_port = 0
         self._out = open(log, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             ["taskset", "-c", str(SERVER_CPU), sys.executable, *args],
@@ -127,6 +132,17 @@ class Server:
                 total += int((task / "schedstat").read_text().split()[0])
         return total / 1e9
 
+    def metric(self, name: str, topic: str) -> float:
+        """One per-topic sample of the server's /metrics."""
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as r:
+            text = r.read().decode()
+        prefix = f'{name}{{topic="{topic}"}} '
+        for line in text.splitlines():
+            if line.startswith(prefix):
+                return float(line[len(prefix) :])
+        raise KeyError(f"{name} for topic {topic} not on /metrics")
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -151,6 +167,7 @@ def broker(tmp: Path, name: str, **overrides: str) -> Iterator[tuple[int, Server
     for key, value in settings.items():
         args += ["--override", f"{key}={value}"]
     server = Server(args, tmp / f"{name}.log")
+    server.metrics_port = metrics
 
     def ready() -> bool:
         try:
@@ -388,6 +405,93 @@ class InProcess:
         shutil.rmtree(self.data, ignore_errors=True)
 
 
+class MeteredDispatcher:
+    """The whole in-process dispatcher wired as the app wires it, with the real
+    meters or with ``metrics.enabled=false``'s no-ops (validator recorder, flush
+    recorder, request and topic meters alike), for (4): the CPU the broker's
+    own thread spends per request with and without recording, free of the
+    sockets, the client and the other tenants of the machine."""
+
+    def __init__(self, tmp: Path, name: str, enabled: bool, request_bytes: int) -> None:
+        from broker.config import BrokerConfig
+        from broker.log.manager import LogManager
+        from broker.metrics import BrokerMetrics, NullMetrics
+        from broker.partition.replica_manager import ReplicaManager
+
+        self.frames, self.per_frame = build_frames(name, 1, request_bytes, RECORD_BYTES, 1)
+        self.data = tmp / name
+        config = BrokerConfig.from_properties({"log.dirs": str(self.data)})
+        real = BrokerMetrics(records_implementation="bench", event_loop="none", version="0")
+        meters = real if enabled else NullMetrics(real)
+        self.manager = LogManager(config.log_dirs, config, flush_recorder=meters.flush_recorder)
+        self.manager.startup()
+        rm = ReplicaManager(
+            self.manager,
+            recorder=meters.validator_recorder,
+            time_ms=lambda: int(time.time() * 1000),
+        )
+        rm.create_topic(name, 1)
+        self.handle = dispatcher_for(config, self.manager, rm, meters)
+
+    def cpu_per_request(self, requests: int) -> float:
+        """Thread CPU microseconds per request over ``requests`` requests."""
+        frames, handle = self.frames, self.handle
+        buf = bytearray(max(len(f) for f in frames))
+        start = time.thread_time()
+        for i in range(requests):
+            data = frames[i % len(frames)]
+            buf[: len(data)] = data
+            assert handle(memoryview(buf)[4 : len(data)]) is not None
+        return (time.thread_time() - start) * 1e6 / requests
+
+    def close(self) -> None:
+        self.manager.shutdown()
+        shutil.rmtree(self.data, ignore_errors=True)
+
+
+#: (label, request bytes of 100 B records, requests per round) for (4) in process
+METRICS_IN_PROCESS = (
+    ("1 MB requests", 1_000_000, 60),
+    ("16 KB requests", 16_000, 2_000),
+    ("1 KB requests", 1_000, 10_000),
+)
+METRICS_IN_PROCESS_ROUNDS = 9
+
+
+def metrics_in_process(report: Report, tmp: Path, confluent_request_bytes: int = 0) -> None:
+    """(4) in process: the same requests through two dispatchers, metrics on and
+    off, rounds alternating; the least CPU per request of each is kept. Also at
+    the size of confluent-kafka's requests in the end-to-end rounds, when known."""
+    shapes = list(METRICS_IN_PROCESS)
+    if confluent_request_bytes >= 1_000:
+        requests = max(100, min(10_000, 60_000_000 // confluent_request_bytes))
+        shapes.insert(0, ("confluent-sized requests", confluent_request_bytes, requests))
+    for label, request_bytes, requests in shapes:
+        tag = label.split()[0].lower()
+        on = MeteredDispatcher(tmp, f"mon-{tag}", True, request_bytes)
+        off = MeteredDispatcher(tmp, f"moff-{tag}", False, request_bytes)
+        try:
+            best = {"on": float("inf"), "off": float("inf")}
+            on.cpu_per_request(requests // 4)  # warm-up
+            off.cpu_per_request(requests // 4)
+            with on_client_cpu():
+                for _ in range(METRICS_IN_PROCESS_ROUNDS):
+                    best["off"] = min(best["off"], off.cpu_per_request(requests))
+                    best["on"] = min(best["on"], on.cpu_per_request(requests))
+        finally:
+            on.close()
+            off.close()
+        report.value(f"(4) in process, {label}: CPU per request, metrics on", best["on"], "us")
+        report.value(f"(4) in process, {label}: CPU per request, metrics off", best["off"], "us")
+        report.ratio(
+            f"(4) in process, {label} of 100 B records: throughput metrics on / off",
+            best["off"],
+            best["on"],
+            goal=">= 0.97x (metrics cost at most 3%)",
+            ok=best["off"] / best["on"] >= 0.97,
+        )
+
+
 def disk_ceiling(tmp: Path) -> float:
     """records/s-equivalent of writing the load generator's bytes to a file with
     an fsync every LOADGEN_WINDOW requests (what acks=all can at best do with
@@ -412,7 +516,7 @@ def disk_ceiling(tmp: Path) -> float:
     return best
 
 
-def dispatcher_for(config: Any, manager: Any, rm: Any) -> Any:
+def dispatcher_for(config: Any, manager: Any, rm: Any, meters: Any = None) -> Any:
     from broker.handlers.context import BrokerContext, Endpoint
     from broker.handlers.registry import HandlerRegistry
     from broker.metrics import BrokerMetrics
@@ -420,7 +524,9 @@ def dispatcher_for(config: Any, manager: Any, rm: Any) -> Any:
     from broker.server.dispatch import Dispatcher
     from broker.server.group_commit import GroupCommit
 
-    metrics = BrokerMetrics(records_implementation="bench", event_loop="none", version="0")
+    metrics = meters or BrokerMetrics(
+        records_implementation="bench", event_loop="none", version="0"
+    )
     context = BrokerContext(
         config=config,
         node_id=0,
@@ -590,6 +696,9 @@ def run_all(report: Report, tmp: Path) -> None:
                     (server.cpu_seconds() - before) * 1000 / (result["requests"] + 20)
                 )
                 lg[label].append(result)
+        # the size of the Produce requests librdkafka sent in those rounds
+        records = on_server.metric("kafka_topic_messages_in_total", "m1")
+        requests = on_server.metric("kafka_topic_produce_requests_total", "m1")
     best_cf = {k: max(r[0] for r in v) for k, v in cf.items()}
     cpu_cf = {k: min(r[1] for r in v) for k, v in cf.items()}
     best_lg = {k: max(r["rate"] for r in v) for k, v in lg.items()}
@@ -623,3 +732,6 @@ def run_all(report: Report, tmp: Path) -> None:
         best_lg["on"],
         best_lg["off"],
     )
+    per_request = records / max(requests, 1)
+    report.value("(4) confluent-kafka: records per Produce request", per_request, "records")
+    metrics_in_process(report, tmp, confluent_request_bytes=int(per_request * RECORD_BYTES))

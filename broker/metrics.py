@@ -25,6 +25,7 @@ flush timer) stay prometheus_client's locked ones.
 from __future__ import annotations
 
 import platform
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -75,6 +76,9 @@ TIME_BUCKETS = (
 )
 #: temporary memory / request size buckets (bytes): 1 KiB .. 1 GiB by 4x
 BYTE_BUCKETS = tuple(float(1024 * 4**i) for i in range(11))
+# RequestMetrics.record puts a zero straight into the first bucket
+if TIME_BUCKETS[0] <= 0 or BYTE_BUCKETS[0] <= 0:
+    raise ValueError("the first bucket bound of every request histogram must be positive")
 
 #: label value used once the distinct client software pairs reach the cap
 OTHER_CLIENT = "other"
@@ -149,7 +153,7 @@ class TopicMetrics:
     fetch_message_conversions: Counter
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RequestMetrics:
     """``RequestMetrics`` of one (API, version), children bound once."""
 
@@ -163,6 +167,85 @@ class RequestMetrics:
     #: None for APIs other than Produce and Fetch
     conversions_time: FastHistogram | None
     temporary_memory: FastHistogram | None
+
+    def record(
+        self,
+        size: int,
+        local_ns: int,
+        remote_ns: int,
+        total_ns: int,
+        *,
+        conversions_ns: int = 0,
+        temporary_bytes: int = 0,
+    ) -> None:
+        """One request: what eight ``observe`` calls and an ``inc`` would record,
+        in one call (2.7 -> ~1 us per request; issue 6 allows metrics 3% of a
+        produce path that takes 35-50 us for a small request). Each value
+        goes into its histogram as :meth:`FastHistogram.observe` puts it; a
+        zero (queue time always, remote time for acks=0/1, conversion time
+        and temporary memory when nothing was converted) goes straight into
+        the first bucket, whose bound is positive (checked in
+        :class:`BrokerMetrics`). The send time is what the total leaves after
+        the local and remote times."""
+        self.requests.value += 1
+        h = self.request_bytes
+        h.counts[bisect_left(h.bounds, size)] += 1
+        h.sum += size
+        self.queue_time.counts[0] += 1  # no request queue: handled on arrival
+        v = local_ns / 1e9
+        h = self.local_time
+        h.counts[bisect_left(h.bounds, v)] += 1
+        h.sum += v
+        h = self.remote_time
+        if remote_ns > 0:
+            v = remote_ns / 1e9
+            h.counts[bisect_left(h.bounds, v)] += 1
+            h.sum += v
+        else:
+            h.counts[0] += 1
+        send_ns = total_ns - local_ns - remote_ns
+        h = self.response_send_time
+        if send_ns > 0:
+            v = send_ns / 1e9
+            h.counts[bisect_left(h.bounds, v)] += 1
+            h.sum += v
+        else:
+            h.counts[0] += 1
+        v = total_ns / 1e9
+        h = self.total_time
+        h.counts[bisect_left(h.bounds, v)] += 1
+        h.sum += v
+        c = self.conversions_time
+        if c is not None:
+            if conversions_ns > 0:
+                v = conversions_ns / 1e9
+                c.counts[bisect_left(c.bounds, v)] += 1
+                c.sum += v
+            else:
+                c.counts[0] += 1
+        c = self.temporary_memory
+        if c is not None:
+            if temporary_bytes > 0:
+                c.counts[bisect_left(c.bounds, temporary_bytes)] += 1
+                c.sum += temporary_bytes
+            else:
+                c.counts[0] += 1
+
+
+class _NullRequestMetrics:
+    """``RequestMetrics`` of ``metrics.enabled=false``: records nothing."""
+
+    def record(
+        self,
+        size: int,
+        local_ns: int,
+        remote_ns: int,
+        total_ns: int,
+        *,
+        conversions_ns: int = 0,
+        temporary_bytes: int = 0,
+    ) -> None:
+        pass
 
 
 class _MeterCollector(Collector):
@@ -543,7 +626,7 @@ class NullMetrics:
         self.connections = noop
         self.connections_created = noop
         self._topic = TopicMetrics(*([noop] * 10))  # type: ignore[arg-type]
-        self._request = RequestMetrics(*([noop] * 9))  # type: ignore[arg-type]
+        self._request = _NullRequestMetrics()
         self.log_provider: LogProvider | None = None
 
     def topic(self, topic: str) -> TopicMetrics:
@@ -552,7 +635,7 @@ class NullMetrics:
     def forget_topic(self, topic: str) -> None:
         pass
 
-    def request(self, api: str, version: int) -> RequestMetrics:
+    def request(self, api: str, version: int) -> _NullRequestMetrics:
         return self._request
 
     def record_error(self, api: str, error_name: str, count: int = 1) -> None:

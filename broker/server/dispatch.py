@@ -144,20 +144,17 @@ class Dispatcher:
         start: int,
     ) -> None:
         api = handler.api().name
-        rm = self.metrics.request(api, ctx.header.api_version)
-        rm.requests.inc()
-        rm.request_bytes.observe(size)
-        rm.queue_time.observe(0.0)
-        rm.local_time.observe(local_ns / 1e9)
-        rm.remote_time.observe(remote_ns / 1e9)
+        # the send time is what the total leaves after local and remote:
         # encoding and handing the frame to the transport (which sends what
         # the socket takes at once and buffers the rest)
-        total_ns = time.perf_counter_ns() - start
-        rm.response_send_time.observe(max(total_ns - local_ns - remote_ns, 0) / 1e9)
-        rm.total_time.observe(total_ns / 1e9)
-        if rm.conversions_time is not None and rm.temporary_memory is not None:
-            rm.conversions_time.observe(ctx.conversions_time_ns / 1e9)
-            rm.temporary_memory.observe(ctx.temporary_memory_bytes)
+        self.metrics.request(api, ctx.header.api_version).record(
+            size,
+            local_ns,
+            remote_ns,
+            time.perf_counter_ns() - start,
+            conversions_ns=ctx.conversions_time_ns,
+            temporary_bytes=ctx.temporary_memory_bytes,
+        )
         for code, count in ctx.error_counts.items():
             if count:
                 self.metrics.record_error(api, _ERROR_NAMES.get(code, str(code)), count)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker.metrics import OTHER_CLIENT, BrokerMetrics, LogSample
@@ -120,7 +123,7 @@ def test_null_metrics_record_nothing_but_keep_build_info():
     real = make()
     null = NullMetrics(real)
     null.topic("t").messages_in.inc(5)
-    null.request("Produce", 9).total_time.observe(0.1)
+    null.request("Produce", 9).record(100, 1_000, 0, 2_000, conversions_ns=5, temporary_bytes=7)
     null.client_conversions("Produce", "x", "1").inc(3)
     null.validator_recorder.record_invalid_magic()
     null.record_error("Produce", "NONE")
@@ -129,3 +132,59 @@ def test_null_metrics_record_nothing_but_keep_build_info():
     assert not any(n == "kafka_requests_total" for (n, _) in s)
     assert s[("kafka_invalid_magic_number_records_total", ())] == 0
     assert any(n == "kafka_broker_build_info" for (n, _) in s)
+
+
+def _observe_one_by_one(rm, size, local_ns, remote_ns, total_ns, conversions_ns, temporary):
+    """The reference: what RequestMetrics.record stands for, as separate calls."""
+    rm.requests.inc()
+    rm.request_bytes.observe(size)
+    rm.queue_time.observe(0.0)
+    rm.local_time.observe(local_ns / 1e9)
+    rm.remote_time.observe(remote_ns / 1e9)
+    rm.response_send_time.observe(max(total_ns - local_ns - remote_ns, 0) / 1e9)
+    rm.total_time.observe(total_ns / 1e9)
+    if rm.conversions_time is not None:
+        rm.conversions_time.observe(conversions_ns / 1e9)
+        rm.temporary_memory.observe(temporary)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    api=st.sampled_from(["Produce", "Fetch", "Metadata"]),
+    requests=st.lists(
+        st.tuples(
+            st.integers(0, 2**31),  # size
+            st.integers(0, 10**10),  # local ns
+            st.sampled_from([0, 1, 99_999, 100_000, 100_001, 10**9, 10**11]),  # remote ns
+            st.integers(-(10**6), 10**10),  # total ns beyond local + remote (may undershoot)
+            st.sampled_from([0, 1, 250_000, 10**12]),  # conversions ns
+            st.sampled_from([0, 1, 1024, 1025, 2**40]),  # temporary bytes
+        ),
+        max_size=20,
+    ),
+)
+def test_request_record_equals_the_separate_observations(api, requests):
+    fused, reference = make(), make()
+    for size, local_ns, remote_ns, extra_ns, conversions_ns, temporary in requests:
+        total_ns = local_ns + remote_ns + extra_ns
+        fused.request(api, 9).record(
+            size,
+            local_ns,
+            remote_ns,
+            total_ns,
+            conversions_ns=conversions_ns,
+            temporary_bytes=temporary,
+        )
+        _observe_one_by_one(
+            reference.request(api, 9),
+            size,
+            local_ns,
+            remote_ns,
+            total_ns,
+            conversions_ns,
+            temporary,
+        )
+    got, want = samples(fused), samples(reference)
+    assert got.keys() == want.keys()
+    for key, value in want.items():
+        assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
