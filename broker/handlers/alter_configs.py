@@ -24,59 +24,28 @@ Version notes:
 
 from __future__ import annotations
 
-import logging
-
-from broker.errors import ErrorCode, InvalidRequestError, KafkaError
-from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.config_changes import (
     BROKER,
     SET,
+    AlterResourceConfigsHandler,
     change_topic_config,
     check_broker_resource,
     check_null_values,
     check_resource_type,
     check_topic_resource,
     check_unique_names,
-    duplicate_resources,
 )
-from broker.handlers.context import RequestContext
 from broker.protocol.data import Data
 from broker.protocol.messages import AlterConfigsResponse
 
-log = logging.getLogger(__name__)
 
-
-class AlterConfigsHandler(RequestHandler):
+class AlterConfigsHandler(AlterResourceConfigsHandler):
     API_KEY = 33
     MIN_VERSION = 0
     MAX_VERSION = 2
+    RESPONSE = AlterConfigsResponse
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
-        twice = duplicate_resources((r.resource_type, r.resource_name) for r in request.resources)
-        responses = []
-        for resource in request.resources:
-            code, message = ErrorCode.NONE, None
-            try:
-                if (resource.resource_type, resource.resource_name) in twice:
-                    raise InvalidRequestError("Each resource must appear at most once.")
-                self._alter(resource, request.validate_only)
-            except KafkaError as exc:
-                code, message = exc.code, str(exc)
-            except Exception as exc:
-                log.exception("unexpected error altering configs of %s", resource.resource_name)
-                code, message = ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)
-            ctx.count_error(code)
-            responses.append(
-                AlterConfigsResponse.AlterConfigsResourceResponse(
-                    error_code=code,
-                    error_message=message,
-                    resource_type=resource.resource_type,
-                    resource_name=resource.resource_name,
-                )
-            )
-        return AlterConfigsResponse(responses=responses)
-
-    def _alter(self, resource: Data, validate_only: bool) -> None:
+    def alter(self, resource: Data, validate_only: bool) -> None:
         names = [c.name for c in resource.configs]
         check_unique_names(names)
         check_null_values([(c.name, SET, c.value) for c in resource.configs])

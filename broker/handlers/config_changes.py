@@ -28,13 +28,23 @@ unknown. Every refusal is INVALID_REQUEST with a message.
 
 from __future__ import annotations
 
+import abc
 import logging
 from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
 
 from broker.config import TOPIC_KEYS, BrokerConfig, ConfigType, TopicConfig, broker_key
-from broker.errors import InvalidConfigError, InvalidRequestError, UnknownTopicOrPartitionError
-from broker.handlers.context import BrokerContext
+from broker.errors import (
+    ErrorCode,
+    InvalidConfigError,
+    InvalidRequestError,
+    KafkaError,
+    UnknownTopicOrPartitionError,
+)
+from broker.handlers.base import Reply, RequestHandler
+from broker.handlers.context import BrokerContext, RequestContext
 from broker.partition.replica_manager import validate_topic_name
+from broker.protocol.data import Data
 
 log = logging.getLogger(__name__)
 
@@ -203,3 +213,43 @@ def duplicate_resources(resources: Iterable[tuple[int, str]]) -> set[tuple[int, 
             twice.add(resource)
         seen.add(resource)
     return twice
+
+
+class AlterResourceConfigsHandler(RequestHandler):
+    """What AlterConfigs and IncrementalAlterConfigs share: one answer per
+    resource, in request order; a resource named twice is refused (each
+    copy), a KafkaError becomes its code and message, anything else
+    UNKNOWN_SERVER_ERROR for that resource only. Subclasses say how one
+    resource is changed (:meth:`alter`) and which response they answer with."""
+
+    #: AlterConfigsResponse or IncrementalAlterConfigsResponse (same shape)
+    RESPONSE: ClassVar[Any]
+
+    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+        twice = duplicate_resources((r.resource_type, r.resource_name) for r in request.resources)
+        responses = []
+        for resource in request.resources:
+            code, message = ErrorCode.NONE, None
+            try:
+                if (resource.resource_type, resource.resource_name) in twice:
+                    raise InvalidRequestError("Each resource must appear at most once.")
+                self.alter(resource, request.validate_only)
+            except KafkaError as exc:
+                code, message = exc.code, str(exc)
+            except Exception as exc:
+                log.exception("unexpected error altering configs of %s", resource.resource_name)
+                code, message = ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)
+            ctx.count_error(code)
+            responses.append(
+                self.RESPONSE.AlterConfigsResourceResponse(
+                    error_code=code,
+                    error_message=message,
+                    resource_type=resource.resource_type,
+                    resource_name=resource.resource_name,
+                )
+            )
+        return self.RESPONSE(responses=responses)  # type: ignore[no-any-return]
+
+    @abc.abstractmethod
+    def alter(self, resource: Data, validate_only: bool) -> None:
+        """Check (and unless ``validate_only``, apply) one resource's change."""

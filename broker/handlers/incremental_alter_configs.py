@@ -28,12 +28,9 @@ Version notes:
 
 from __future__ import annotations
 
-import logging
-
-from broker.errors import ErrorCode, InvalidRequestError, KafkaError
-from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.config_changes import (
     BROKER,
+    AlterResourceConfigsHandler,
     apply_incremental,
     change_topic_config,
     check_broker_resource,
@@ -41,46 +38,18 @@ from broker.handlers.config_changes import (
     check_resource_type,
     check_topic_resource,
     check_unique_names,
-    duplicate_resources,
 )
-from broker.handlers.context import RequestContext
 from broker.protocol.data import Data
 from broker.protocol.messages import IncrementalAlterConfigsResponse
 
-log = logging.getLogger(__name__)
 
-
-class IncrementalAlterConfigsHandler(RequestHandler):
+class IncrementalAlterConfigsHandler(AlterResourceConfigsHandler):
     API_KEY = 44
     MIN_VERSION = 0
     MAX_VERSION = 1
+    RESPONSE = IncrementalAlterConfigsResponse
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
-        twice = duplicate_resources((r.resource_type, r.resource_name) for r in request.resources)
-        responses = []
-        for resource in request.resources:
-            code, message = ErrorCode.NONE, None
-            try:
-                if (resource.resource_type, resource.resource_name) in twice:
-                    raise InvalidRequestError("Each resource must appear at most once.")
-                self._alter(resource, request.validate_only)
-            except KafkaError as exc:
-                code, message = exc.code, str(exc)
-            except Exception as exc:
-                log.exception("unexpected error altering configs of %s", resource.resource_name)
-                code, message = ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)
-            ctx.count_error(code)
-            responses.append(
-                IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
-                    error_code=code,
-                    error_message=message,
-                    resource_type=resource.resource_type,
-                    resource_name=resource.resource_name,
-                )
-            )
-        return IncrementalAlterConfigsResponse(responses=responses)
-
-    def _alter(self, resource: Data, validate_only: bool) -> None:
+    def alter(self, resource: Data, validate_only: bool) -> None:
         changes = [(c.name, c.config_operation, c.value) for c in resource.configs]
         names = [name for name, _, _ in changes]
         check_unique_names(names)
