@@ -100,6 +100,9 @@ def _valid_header_size(magic: int, size: int) -> bool:
 class FileRecords:
     """One segment's ``.log``: descriptor, logical size, appends and header walks."""
 
+    # slots: the produce hot path (log/_append_c.pyx) reads these on every append
+    __slots__ = ('path', 'fd', '_size', 'writable', '_closed')
+
     def __init__(self, path: Path, fd: int, size: int, writable: bool = True) -> None:
         self.path = path
         self.fd = fd

@@ -53,6 +53,9 @@ def round_down_to_exact_multiple(number: int, factor: int) -> int:
 class AbstractIndex(ABC):
     """A file of fixed-width entries, mapped read-write (or read-only)."""
 
+    # slots: the produce hot path (log/_append_c.pyx) reads these on every append
+    __slots__ = ('path', 'base_offset', 'max_index_size', 'writable', '_mm', '_closed', '_max_entries', '_entries', '_length')
+
     ENTRY_SIZE: ClassVar[int]
 
     def __init__(
@@ -309,6 +312,9 @@ class LazyIndex(Generic[_I]):
     indexes; renaming or deleting an index that was never opened just
     renames or deletes the file if it exists.
     """
+
+    # slots: the produce hot path (log/_append_c.pyx) reads these on every append
+    __slots__ = ('_path', '_base_offset', '_max_index_size', '_cls', '_index')
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int, cls: type[_I]) -> None:
         self._path = path

@@ -23,6 +23,11 @@ UNDEFINED_EPOCH_OFFSET = -1
 
 
 class LeaderEpochCache:
+    """Leader epoch -> start offset of one partition (``LeaderEpochFileCache.java``)."""
+
+    # slots: the produce hot path (log/_append_c.pyx) reads these on every append
+    __slots__ = ('_checkpoint', '_epochs')
+
     def __init__(self, partition_dir: Path) -> None:
         self._checkpoint = LeaderEpochCheckpointFile(partition_dir)
         # like Kafka's CheckpointFile constructor: the file exists (maybe empty)

@@ -31,6 +31,9 @@ class OffsetPosition(NamedTuple):
 
 
 class OffsetIndex(AbstractIndex):
+    """Offset -> file position, 8-byte entries (``OffsetIndex.java``)."""
+
+    __slots__ = ("_last_offset",)
     ENTRY_SIZE = 8
 
     def __init__(

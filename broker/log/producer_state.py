@@ -267,6 +267,9 @@ class ProducerStateManager:
     * :meth:`take_snapshot` / :meth:`truncate_and_reload` -- persistence.
     """
 
+    # slots: the produce hot path (log/_append_c.pyx) reads these on every append
+    __slots__ = ('directory', 'producer_id_expiration_ms', '_producers', '_snapshots', '_last_map_offset', '_last_snap_offset')
+
     def __init__(self, directory: Path, producer_id_expiration_ms: int = 86_400_000) -> None:
         self.directory = directory
         self.producer_id_expiration_ms = producer_id_expiration_ms

@@ -99,6 +99,9 @@ def random_segment_jitter(config: TopicConfig, rng: random.Random | None = None)
 class LogSegment:
     """One segment. Not thread-safe: used by its log's owner thread."""
 
+    # slots: the produce hot path (log/_append_c.pyx) reads these on every append
+    __slots__ = ('log', '_offset_index', '_time_index', 'base_offset', 'index_interval_bytes', 'roll_jitter_ms', '_time_ms', 'created', '_txn_index_path', '_rolling_based_timestamp', '_max_timestamp_and_offset', '_bytes_since_last_index_entry')
+
     def __init__(  # noqa: PLR0917
         self,
         log: FileRecords,

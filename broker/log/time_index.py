@@ -41,6 +41,9 @@ class TimestampOffset(NamedTuple):
 
 
 class TimeIndex(AbstractIndex):
+    """Timestamp -> offset, 12-byte entries (``TimeIndex.java``)."""
+
+    __slots__ = ("_last",)
     ENTRY_SIZE = 12
 
     def __init__(

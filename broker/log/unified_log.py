@@ -174,6 +174,9 @@ class PendingAppend(NamedTuple):
 class UnifiedLog:
     """The log of one partition (see the module docstring)."""
 
+    # slots: the produce hot path (log/_append_c.pyx) reads these on every append
+    __slots__ = ('_local', 'log_start_offset', 'producer_state', 'leader_epoch_cache', '_time_ms', '_pending_roll_flush', 'topic_id', '_roll_config', '_max_segment_ms', 'recovered_segments', 'truncated_bytes')
+
     def __init__(  # noqa: PLR0917
         self,
         local: LocalLog,
@@ -192,6 +195,9 @@ class UnifiedLog:
         self.topic_id = topic_id
         self._roll_config: TopicConfig | None = None
         self._max_segment_ms = 0
+        #: what opening found (set by ``open`` after recovery)
+        self.recovered_segments = 0
+        self.truncated_bytes = 0
 
     @classmethod
     def open(
@@ -251,8 +257,6 @@ class UnifiedLog:
         log.truncated_bytes = loaded.truncated_bytes
         return log
 
-    recovered_segments = 0
-    truncated_bytes = 0
 
     # ---- properties -------------------------------------------------------------------------
 
