@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import Report, best_of
+from bench.common import Report, best_of, settle
 from broker.config import TopicConfig
 from broker.log import appender, scan
 from broker.log.unified_log import UnifiedLog
@@ -86,13 +86,15 @@ def _record(value: bytes) -> bytes:
 
 def bench_append(report: Report, root: Path, batch_size: int, total: int) -> None:
     """Only the append loops are timed (opening and closing are not); five
-    interleaved rounds, the fastest of each kept (the machine is shared)."""
+    interleaved rounds, the fastest of each kept (the machine is shared),
+    each from the same page-cache state (``bench.common.settle``)."""
     batches = make_batches(batch_size, total)
     nbytes = sum(len(b) for b in batches)
     config = TopicConfig(segment_bytes=2**31 - 1)
 
     def run_log() -> float:
         directory = root / "append-0"
+        settle()
         log = UnifiedLog.open(directory, config, had_clean_shutdown=True)
         append = log.append
         start = time.perf_counter()
@@ -105,6 +107,7 @@ def bench_append(report: Report, root: Path, batch_size: int, total: int) -> Non
 
     def run_plain() -> float:
         path = root / "plain.bin"
+        settle()
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         write = os.write
         start = time.perf_counter()

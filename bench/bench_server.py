@@ -42,9 +42,8 @@ in records and in time.
 
 Each measurement is the best of a few bounded rounds (``bench/common.py``
 explains why the minimum time is kept on a shared 2-core machine); dirty
-pages are written back before every round (:func:`settle`), since past
-~2 GB of dirty page cache the kernel makes every writer several times
-slower.
+pages are written back and the page cache dropped (where permitted)
+before every round (``bench.common.settle`` says why).
 """
 
 from __future__ import annotations
@@ -64,7 +63,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench.common import Report
+from bench.common import Report, settle
 from bench.loadgen import build_frames
 
 SERVER_CPU = 0
@@ -80,15 +79,6 @@ LOADGEN_REQUESTS = 300
 LOADGEN_ROUNDS = 5
 METRICS_ROUNDS = 5
 LOADGEN_WINDOW = 4
-
-
-def settle() -> None:
-    """Write back every dirty page before a measured round (not timed). Past
-    about 2 GB of dirty page cache (dirty_background_ratio on this 24 GB
-    machine) the kernel throttles writers and a writer's CPU per 1 MB append
-    rose 4-5x (0.7 -> 3.1-3.7 ms, measured): without this, whichever round
-    happens to cross that line looks several times slower."""
-    os.sync()
 
 
 def free_port() -> int:

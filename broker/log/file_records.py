@@ -101,7 +101,7 @@ class FileRecords:
     """One segment's ``.log``: descriptor, logical size, appends and header walks."""
 
     # slots: the produce hot path (log/_append_c.pyx) reads these on every append
-    __slots__ = ('path', 'fd', '_size', 'writable', '_closed')
+    __slots__ = ("_closed", "_size", "fd", "path", "writable")
 
     def __init__(self, path: Path, fd: int, size: int, writable: bool = True) -> None:
         self.path = path

@@ -54,7 +54,17 @@ class AbstractIndex(ABC):
     """A file of fixed-width entries, mapped read-write (or read-only)."""
 
     # slots: the produce hot path (log/_append_c.pyx) reads these on every append
-    __slots__ = ('path', 'base_offset', 'max_index_size', 'writable', '_mm', '_closed', '_max_entries', '_entries', '_length')
+    __slots__ = (
+        "_closed",
+        "_entries",
+        "_length",
+        "_max_entries",
+        "_mm",
+        "base_offset",
+        "max_index_size",
+        "path",
+        "writable",
+    )
 
     ENTRY_SIZE: ClassVar[int]
 
@@ -314,7 +324,7 @@ class LazyIndex(Generic[_I]):
     """
 
     # slots: the produce hot path (log/_append_c.pyx) reads these on every append
-    __slots__ = ('_path', '_base_offset', '_max_index_size', '_cls', '_index')
+    __slots__ = ("_base_offset", "_cls", "_index", "_max_index_size", "_path")
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int, cls: type[_I]) -> None:
         self._path = path

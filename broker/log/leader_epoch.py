@@ -26,7 +26,7 @@ class LeaderEpochCache:
     """Leader epoch -> start offset of one partition (``LeaderEpochFileCache.java``)."""
 
     # slots: the produce hot path (log/_append_c.pyx) reads these on every append
-    __slots__ = ('_checkpoint', '_epochs')
+    __slots__ = ("_checkpoint", "_epochs")
 
     def __init__(self, partition_dir: Path) -> None:
         self._checkpoint = LeaderEpochCheckpointFile(partition_dir)

@@ -66,7 +66,25 @@ class LocalLog:
     """Segments and offsets of one partition. See the module docstring for threads."""
 
     # slots: the produce hot path (log/_append_c.pyx) reads these on every append
-    __slots__ = ('directory', 'config', 'segments', '_time_ms', 'flush_recorder', '_lock', '_flush_mutex', '_recovery_point', '_truncations', '_last_flush_time', '_closed', '_pending_deletes', '_delete_scheduler', '_unsynced_snapshots', '_new_files_since_flush', '_leo_offset', 'topic_partition')
+    __slots__ = (
+        "_closed",
+        "_delete_scheduler",
+        "_flush_mutex",
+        "_last_flush_time",
+        "_leo_offset",
+        "_lock",
+        "_new_files_since_flush",
+        "_pending_deletes",
+        "_recovery_point",
+        "_time_ms",
+        "_truncations",
+        "_unsynced_snapshots",
+        "config",
+        "directory",
+        "flush_recorder",
+        "segments",
+        "topic_partition",
+    )
 
     def __init__(  # noqa: PLR0917
         self,

@@ -12,7 +12,7 @@ class LogSegments:
     """Segments by base offset, ascending; the last one is the active segment."""
 
     # slots: the produce hot path (log/_append_c.pyx) reads these on every append
-    __slots__ = ('_bases', '_segments')
+    __slots__ = ("_bases", "_segments")
 
     def __init__(self) -> None:
         self._bases: list[int] = []

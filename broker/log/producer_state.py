@@ -268,7 +268,14 @@ class ProducerStateManager:
     """
 
     # slots: the produce hot path (log/_append_c.pyx) reads these on every append
-    __slots__ = ('directory', 'producer_id_expiration_ms', '_producers', '_snapshots', '_last_map_offset', '_last_snap_offset')
+    __slots__ = (
+        "_last_map_offset",
+        "_last_snap_offset",
+        "_producers",
+        "_snapshots",
+        "directory",
+        "producer_id_expiration_ms",
+    )
 
     def __init__(self, directory: Path, producer_id_expiration_ms: int = 86_400_000) -> None:
         self.directory = directory

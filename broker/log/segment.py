@@ -100,7 +100,20 @@ class LogSegment:
     """One segment. Not thread-safe: used by its log's owner thread."""
 
     # slots: the produce hot path (log/_append_c.pyx) reads these on every append
-    __slots__ = ('log', '_offset_index', '_time_index', 'base_offset', 'index_interval_bytes', 'roll_jitter_ms', '_time_ms', 'created', '_txn_index_path', '_rolling_based_timestamp', '_max_timestamp_and_offset', '_bytes_since_last_index_entry')
+    __slots__ = (
+        "_bytes_since_last_index_entry",
+        "_max_timestamp_and_offset",
+        "_offset_index",
+        "_rolling_based_timestamp",
+        "_time_index",
+        "_time_ms",
+        "_txn_index_path",
+        "base_offset",
+        "created",
+        "index_interval_bytes",
+        "log",
+        "roll_jitter_ms",
+    )
 
     def __init__(  # noqa: PLR0917
         self,

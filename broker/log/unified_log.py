@@ -175,7 +175,19 @@ class UnifiedLog:
     """The log of one partition (see the module docstring)."""
 
     # slots: the produce hot path (log/_append_c.pyx) reads these on every append
-    __slots__ = ('_local', 'log_start_offset', 'producer_state', 'leader_epoch_cache', '_time_ms', '_pending_roll_flush', 'topic_id', '_roll_config', '_max_segment_ms', 'recovered_segments', 'truncated_bytes')
+    __slots__ = (
+        "_local",
+        "_max_segment_ms",
+        "_pending_roll_flush",
+        "_roll_config",
+        "_time_ms",
+        "leader_epoch_cache",
+        "log_start_offset",
+        "producer_state",
+        "recovered_segments",
+        "topic_id",
+        "truncated_bytes",
+    )
 
     def __init__(  # noqa: PLR0917
         self,
@@ -256,7 +268,6 @@ class UnifiedLog:
         log.recovered_segments = loaded.recovered_segments
         log.truncated_bytes = loaded.truncated_bytes
         return log
-
 
     # ---- properties -------------------------------------------------------------------------
 
