@@ -141,12 +141,19 @@ def retained(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerP
             return metric_sum(broker.metrics(), "kafka_log_start_offset", topic=topic)
 
         wait_for(lambda: log_start() > 0, 15, "retention to delete a segment")
-        # settled: unchanged over several retention checks
+        # settled: unchanged over several retention checks (every 200 ms). A
+        # check that ran while the batches were still being produced deleted
+        # only part of what will go; the next one deletes the rest. Counting
+        # samples (20 ms apart) was not enough: 8 of them fit between two
+        # checks, and a loaded machine saw the log start move 100 -> 110 later.
         seen = [log_start()]
+        changed_at = [time.monotonic()]
 
         def settled() -> bool:
             seen.append(log_start())
-            return len(seen) >= 8 and len(set(seen[-8:])) == 1
+            if seen[-1] != seen[-2]:
+                changed_at[0] = time.monotonic()
+            return time.monotonic() - changed_at[0] >= 1.5
 
         wait_for(settled, 15, "retention to settle")
         start = int(seen[-1])
