@@ -34,9 +34,11 @@ system-deps:
 	bash scripts/install-system-deps.sh
 
 # The broker with an embedded default: data in ./data, Kafka on 9092,
-# Prometheus metrics on 9404.
+# Prometheus metrics on 9404, both on 127.0.0.1 only (a development run;
+# Kafka's default 0.0.0.0 stays the config default, the image sets it).
 run: setup
-	$(BIN)/broker serve
+	$(BIN)/broker serve --override listeners=PLAINTEXT://127.0.0.1:9092 \
+		--override metrics.listener=127.0.0.1:9404
 
 # mypy type-checks broker/spark against pyspark's own annotations, so lint
 # needs the extras installed (without them pyspark's classes are Any).
