@@ -1,8 +1,9 @@
 """Suite-wide guards and helpers.
 
 * Compiled-twin guard: with ``BROKER_EXPECT_COMPILED=1`` (``make test`` sets it
-  for the first run) the session fails at once if ``broker.records.scan``
-  fell back to pure Python, so a broken build can never pass as green.
+  for the first run) the session fails at once if any twin (records scan,
+  recovery scan, append path: ``broker.records.twins.CHOICES``) fell back to
+  pure Python, so a broken build can never pass as green.
 * Event loop: ``BROKER_EVENT_LOOP`` = ``uvloop`` (default) or ``asyncio``
   chooses the loop of in-process async tests (:func:`tests.aio.run`) and is
   passed on to broker subprocesses; ``make test`` runs the suite once each way.
@@ -14,16 +15,23 @@ import os
 
 import pytest
 
-from broker.records import scan
+from broker.log import appender
+from broker.log import scan as recover_scan
+from broker.records import scan, twins
+
+#: every chooser module, imported so that each has made its choice
+CHOOSERS = (scan, recover_scan, appender)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     expect = os.environ.get("BROKER_EXPECT_COMPILED", "").strip().lower()
-    if expect in ("1", "true", "yes") and scan.IMPLEMENTATION != "compiled":
-        raise pytest.UsageError(
-            "BROKER_EXPECT_COMPILED is set but the compiled twin did not load: "
-            f"{scan.FALLBACK_REASON}"
-        )
+    fallen = {
+        name: choice.fallback_reason
+        for name, choice in twins.CHOICES.items()
+        if choice.implementation != "compiled"
+    }
+    if expect in ("1", "true", "yes") and fallen:
+        raise pytest.UsageError(f"BROKER_EXPECT_COMPILED is set but twins did not load: {fallen}")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -2,7 +2,8 @@
 
 ``_scan_py`` is the readable reference; ``_scan_c`` is its compiled twin
 (Cython), with the same functions and the same results. The twin is used
-when it was built and ``BROKER_NO_EXTENSIONS`` is not set to a true value.
+when it was built and ``BROKER_NO_EXTENSIONS`` is not set to a true value
+(the rule lives in ``broker.records.twins``).
 ``IMPLEMENTATION`` says which one runs ("compiled" or "python"); metrics and
 the test-suite guard read it.
 
@@ -43,10 +44,7 @@ record_position)``; structural problems raise ``InvalidRecordError`` /
 
 from __future__ import annotations
 
-import os
-from types import ModuleType
-
-from broker.records import _scan_py
+from broker.records import _scan_py, twins
 from broker.records._scan_py import (
     ERR_CORRUPT,
     ERR_MAGIC,
@@ -81,21 +79,7 @@ __all__ = [
 ]
 
 
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() not in ("", "0", "false", "no")
-
-
-def _choose() -> tuple[ModuleType, str, str | None]:
-    if _truthy(os.environ.get("BROKER_NO_EXTENSIONS")):
-        return _scan_py, "python", "BROKER_NO_EXTENSIONS is set"
-    try:
-        from broker.records import _scan_c  # type: ignore[attr-defined]
-    except ImportError as exc:  # not built: fall back, and say why
-        return _scan_py, "python", f"compiled twin not importable: {exc}"
-    return _scan_c, "compiled", None
-
-
-impl, IMPLEMENTATION, FALLBACK_REASON = _choose()
+impl, IMPLEMENTATION, FALLBACK_REASON = twins.choose(_scan_py, "broker.records._scan_c")
 
 read_varint = impl.read_varint
 read_varlong = impl.read_varlong
