@@ -152,6 +152,7 @@ def _dispatch(args: argparse.Namespace, spark: object, log: Callable[[str], None
     command = args.pipeline_command
     if command == "audit":
         from broker.spark import audit
+        from broker.spark.plain import problem_count
 
         result = audit.run(
             spark,
@@ -165,17 +166,7 @@ def _dispatch(args: argparse.Namespace, spark: object, log: Callable[[str], None
             log=log,
         )
         t = result.totals
-        problems = sum(
-            int(t.get(c) or 0)
-            for c in (
-                "crc_failures",
-                "undecodable_batches",
-                "unreadable_spans",
-                "offset_index_mismatches",
-                "time_index_mismatches",
-                "offset_gaps",
-            )
-        )
+        problems = problem_count(t)
         print(
             f"audit: {t.get('records', 0):,} records in {t.get('batches', 0):,} batches, "
             f"{t.get('segments', 0):,} segments, {t.get('partitions', 0):,} partitions; "

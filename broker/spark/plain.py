@@ -52,7 +52,7 @@ failure, undecodable batch, index mismatch and offset gap.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +91,15 @@ SEGMENT_COUNTERS = (
     "missing_offsets",
     "batch_offset_holes",
     "legacy_batches",
+)
+#: the counters that count problems (the audit's "problems" figure is their sum)
+PROBLEM_COUNTERS = (
+    "crc_failures",
+    "undecodable_batches",
+    "unreadable_spans",
+    "offset_index_mismatches",
+    "time_index_mismatches",
+    "offset_gaps",
 )
 SEGMENT_MINIMA = ("first_offset", "min_timestamp")
 SEGMENT_MAXIMA = ("last_offset", "max_timestamp")
@@ -133,6 +142,11 @@ class _Decoded:
     uncompressed_bytes: int | None = None
     timestamps: list[int] = field(default_factory=list)
     error: str | None = None
+
+
+def problem_count(counters: Mapping[str, Any]) -> int:
+    """Problems in one row of counters (a segment, a partition or the totals)."""
+    return sum(int(counters.get(c) or 0) for c in PROBLEM_COUNTERS)
 
 
 def ratio(uncompressed: int | None, stored: int | None) -> float | None:

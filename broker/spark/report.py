@@ -25,6 +25,7 @@ from broker.spark.plain import (
     PROBLEM_TIME_INDEX,
     PROBLEM_UNDECODABLE,
     PROBLEM_UNREADABLE,
+    problem_count,
 )
 
 Row = dict[str, Any]
@@ -475,17 +476,7 @@ def _group_table(rows: list[Row], keys: list[str]) -> str:
     ]
     body = []
     for r in rows:
-        problems = sum(
-            r.get(c) or 0
-            for c in (
-                "crc_failures",
-                "undecodable_batches",
-                "unreadable_spans",
-                "offset_index_mismatches",
-                "time_index_mismatches",
-                "offset_gaps",
-            )
-        )
+        problems = problem_count(r)
         body.append(
             [
                 *[str(r[k]) for k in keys],

@@ -317,6 +317,19 @@ def _set_timestamps(facts: BatchFacts, timestamps: Sequence[int]) -> None:
     facts.max_timestamp = max(stamped) if stamped else None
 
 
+def _walk_structure(
+    data: ReadableBuffer, pos: int, stop: int, count: int, h: v2.RecordBatchHeader
+) -> tuple[int, int]:
+    """Every record's structure checked by the compiled walk; (max, min)
+    timestamp. No timestamp check (create_time False, lat False), so no
+    record is left out of min/max and none raises for its timestamp."""
+    max_ts, min_ts, _consecutive, _canonical, _errors = hot.walk_v2(
+        data, pos, stop, count, h.base_offset, h.base_timestamp, False,
+        h.max_timestamp, 0, 0, 0, False, False, False,
+    )  # fmt: skip
+    return max_ts, min_ts
+
+
 def _v2_record_facts(
     buf: ReadableBuffer, span: Span, facts: BatchFacts, max_decompressed_bytes: int
 ) -> None:
@@ -334,24 +347,7 @@ def _v2_record_facts(
     else:
         data, p, stop = buf, span.position + RECORDS_OFFSET, end
     facts.uncompressed_bytes = RECORD_BATCH_OVERHEAD + stop - p
-    # structure of every record checked by the compiled walk; no timestamp
-    # check (create_time False, lat False), so nothing is left out of min/max
-    max_ts, min_ts, _consecutive, _canonical, _errors = hot.walk_v2(
-        data,
-        p,
-        stop,
-        count,
-        h.base_offset,
-        h.base_timestamp,
-        False,
-        h.max_timestamp,
-        0,
-        0,
-        0,
-        False,
-        False,
-        False,
-    )
+    max_ts, min_ts = _walk_structure(data, p, stop, count, h)
     if count <= 0:
         _set_timestamps(facts, [])
     elif h.timestamp_type is TimestampType.LOG_APPEND_TIME:
@@ -497,22 +493,7 @@ def v2_record_tuples(
         data, p, stop = buf, span.position + RECORDS_OFFSET, end
     if count == 0:
         return []
-    hot.walk_v2(
-        data,
-        p,
-        stop,
-        count,
-        h.base_offset,
-        h.base_timestamp,
-        False,
-        h.max_timestamp,
-        0,
-        0,
-        0,
-        False,
-        False,
-        False,
-    )
+    _walk_structure(data, p, stop, count, h)
     lat = h.timestamp_type is TimestampType.LOG_APPEND_TIME
     ts_type = int(h.timestamp_type)
     base_offset, base_ts, max_ts = h.base_offset, h.base_timestamp, h.max_timestamp
