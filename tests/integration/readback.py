@@ -128,6 +128,14 @@ def consume_confluent(
     return got
 
 
+def _got_from_consumer_record(r: Any) -> Got:
+    """kafka-python's and aiokafka's ConsumerRecord (same attributes) as a Got."""
+    kind = {0: CREATE_TIME, 1: LOG_APPEND_TIME}.get(r.timestamp_type)
+    return Got(
+        r.offset, r.key, r.value, tuple(r.headers or ()), *normalise_timestamp(kind, r.timestamp)
+    )
+
+
 def consume_kafka_python(
     bootstrap: str,
     starts: Mapping[str, int],
@@ -158,17 +166,7 @@ def consume_kafka_python(
         deadline = time.monotonic() + timeout
         while not _done(got, want) and time.monotonic() < deadline:
             for tp, records in consumer.poll(timeout_ms=200, max_records=10_000).items():
-                for r in records:
-                    kind = {0: CREATE_TIME, 1: LOG_APPEND_TIME}.get(r.timestamp_type)
-                    got[tp.topic].append(
-                        Got(
-                            r.offset,
-                            r.key,
-                            r.value,
-                            tuple(r.headers or ()),
-                            *normalise_timestamp(kind, r.timestamp),
-                        )
-                    )
+                got[tp.topic].extend(map(_got_from_consumer_record, records))
     finally:
         consumer.close()
     assert _done(got, want), f"kafka-python {api_version}: {_progress(got, want)}"
@@ -208,17 +206,7 @@ def consume_aiokafka(
             while not _done(got, want) and time.monotonic() < deadline:
                 batches = await consumer.getmany(timeout_ms=200, max_records=10_000)
                 for tp, records in batches.items():
-                    for r in records:
-                        kind = {0: CREATE_TIME, 1: LOG_APPEND_TIME}.get(r.timestamp_type)
-                        got[tp.topic].append(
-                            Got(
-                                r.offset,
-                                r.key,
-                                r.value,
-                                tuple(r.headers or ()),
-                                *normalise_timestamp(kind, r.timestamp),
-                            )
-                        )
+                    got[tp.topic].extend(map(_got_from_consumer_record, records))
         finally:
             await consumer.stop()
 
