@@ -17,8 +17,6 @@ import os
 from types import ModuleType
 from typing import NamedTuple
 
-SWITCH = "BROKER_NO_EXTENSIONS"
-
 
 class Choice(NamedTuple):
     module: ModuleType
@@ -33,13 +31,15 @@ CHOICES: dict[str, Choice] = {}
 
 
 def extensions_disabled() -> bool:
-    return (os.environ.get(SWITCH) or "").strip().lower() not in ("", "0", "false", "no")
+    # a literal name: tests/unit/app_env checks every switch the code reads is declared
+    value = (os.environ.get("BROKER_NO_EXTENSIONS") or "").strip().lower()
+    return value not in ("", "0", "false", "no")
 
 
 def choose(reference: ModuleType, compiled: str) -> Choice:
     """The twin named ``compiled`` (a module path) or ``reference``."""
     if extensions_disabled():
-        choice = Choice(reference, "python", f"{SWITCH} is set")
+        choice = Choice(reference, "python", "BROKER_NO_EXTENSIONS is set")
     else:
         try:
             choice = Choice(importlib.import_module(compiled), "compiled", None)
