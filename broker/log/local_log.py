@@ -78,6 +78,7 @@ class LocalLog:
         "_recovery_point",
         "_time_ms",
         "_truncations",
+        "_unsynced_indexes",
         "_unsynced_snapshots",
         "config",
         "directory",
@@ -111,6 +112,9 @@ class LocalLog:
         self._pending_deletes: list[tuple[int, list[LogSegment]]] = []
         self._delete_scheduler = delete_scheduler
         self._unsynced_snapshots: list[Path] = []
+        #: segments whose index files a flush left unsynced because recovery
+        #: would rescan them (see flush); only flush reads and writes this
+        self._unsynced_indexes: list[LogSegment] = []
         self._new_files_since_flush = True
         # the LEO as a plain int on the append path; its metadata (segment,
         # position) is derived on demand: the active segment's size is always
@@ -376,15 +380,25 @@ class LocalLog:
                     for segment in segments:
                         segment.offset_index.flush()
                         segment.time_index.flush()
+                # The segment the new recovery point falls in is scanned again, and
+                # its indexes rebuilt, by any unclean-shutdown recovery (LogLoader
+                # recovers from the floor segment of the recovery point), so fsyncing
+                # its index files now would buy nothing. Kafka (LogSegment.flush)
+                # fsyncs them on every flush, which costs each acks=all round two
+                # more device flushes. The skipped segment is remembered: the next
+                # flush fsyncs its indexes once the recovery point has moved to a
+                # later segment (after a roll), before recovery would trust them.
+                # Not at shutdown: a clean start trusts every index.
+                rescanned = None if include_empty_active else self.segments.floor_segment(end)
+                owed = [
+                    s for s in self._unsynced_indexes if s is not rescanned and s not in segments
+                ]
                 handles: list[tuple[int, list[int]]] = []
                 try:
+                    # -1: no .log to fsync (its bytes are durable already)
+                    handles.extend((-1, _open_all(s.flush_paths())) for s in owed)
                     for segment in segments:
-                        index_fds = []
-                        for path in segment.flush_paths():
-                            try:
-                                index_fds.append(os.open(path, os.O_RDONLY))
-                            except FileNotFoundError:
-                                continue
+                        index_fds = [] if segment is rescanned else _open_all(segment.flush_paths())
                         handles.append((os.dup(segment.log.fd), index_fds))
                     snapshots = self._unsynced_snapshots
                     self._unsynced_snapshots = []
@@ -394,15 +408,18 @@ class LocalLog:
                 except BaseException:
                     for log_fd, index_fds in handles:
                         for fd in (log_fd, *index_fds):
-                            os.close(fd)
+                            if fd >= 0:
+                                os.close(fd)
                     raise
             try:
                 for log_fd, index_fds in handles:
                     began = time.perf_counter()
-                    os.fsync(log_fd)
+                    if log_fd >= 0:
+                        os.fsync(log_fd)
                     for fd in index_fds:
                         os.fsync(fd)
-                    self.flush_recorder.record_flush(time.perf_counter() - began)
+                    if log_fd >= 0:
+                        self.flush_recorder.record_flush(time.perf_counter() - began)
                 for path in snapshots:
                     try:
                         fd = os.open(path, os.O_RDONLY)
@@ -417,7 +434,9 @@ class LocalLog:
             finally:
                 for log_fd, index_fds in handles:
                     for fd in (log_fd, *index_fds):
-                        os.close(fd)
+                        if fd >= 0:
+                            os.close(fd)
+            self._unsynced_indexes = [] if rescanned is None else [rescanned]
             with self._lock:
                 if generation == self._truncations:
                     new_point = min(target, self._leo_offset)
@@ -479,3 +498,19 @@ class LocalLog:
             self.directory = new_dir
             for segment in self.segments:
                 segment.update_parent_dir(new_dir)
+
+
+def _open_all(paths: Iterable[Path]) -> list[int]:
+    """Read-only descriptors of the files that exist (for fsync from a flusher)."""
+    fds: list[int] = []
+    try:
+        for path in paths:
+            try:
+                fds.append(os.open(path, os.O_RDONLY))
+            except FileNotFoundError:
+                continue
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return fds

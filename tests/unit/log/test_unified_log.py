@@ -335,3 +335,85 @@ def test_both_append_twins_write_what_the_two_step_path_writes(tmp_path: Path, t
         assert (tmp_path / "a-0" / name).read_bytes() == (tmp_path / "b-0" / name).read_bytes(), (
             name
         )
+
+
+def _fsynced_names(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the file name behind every os.fsync the log makes."""
+    import os
+
+    from broker.log import local_log
+
+    names: list[str] = []
+    real = os.fsync
+
+    def recording(fd: int) -> None:
+        names.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name)
+        real(fd)
+
+    monkeypatch.setattr(local_log.os, "fsync", recording)
+    return names
+
+
+def test_flush_skips_the_indexes_of_the_segment_recovery_rescans(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = open_log(tmp_path, TopicConfig(index_interval_bytes=1))
+    log.append(v2_batch(0, [b"a"]))
+    log.append(v2_batch(1, [b"b"]))
+    names = _fsynced_names(monkeypatch)
+    assert log.flush() is True
+    # recovery scans from the floor segment of the recovery point (2): segment 0
+    assert "00000000000000000000.log" in names
+    assert not [n for n in names if n.endswith(("index", "timeindex"))]
+    log.roll()  # segment 0 becomes inactive; its indexes are now trusted
+    log.append(v2_batch(2, [b"c"]))
+    names.clear()
+    assert log.flush() is True
+    # segment 0's bytes were durable already: only the indexes the first flush
+    # skipped, which recovery (now starting at segment 2) would trust
+    assert "00000000000000000002.log" in names
+    assert "00000000000000000000.log" not in names
+    assert sorted(n for n in names if n.endswith(("index", "timeindex"))) == [
+        "00000000000000000000.index",
+        "00000000000000000000.timeindex",
+    ]
+    log.close()
+
+
+def test_flush_right_after_a_roll_syncs_the_indexes_of_the_old_segment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = open_log(tmp_path, TopicConfig(index_interval_bytes=1))
+    log.append(v2_batch(0, [b"a"]))
+    log.append(v2_batch(1, [b"b"]))
+    log.roll()  # new empty active segment at 2 = the recovery point after the flush
+    names = _fsynced_names(monkeypatch)
+    assert log.flush() is True
+    assert "00000000000000000000.index" in names
+    assert "00000000000000000000.timeindex" in names
+    log.close()
+
+
+def test_unclean_open_rebuilds_the_indexes_a_flush_left_unsynced(tmp_path: Path) -> None:
+    """What a power cut can do to index pages nobody fsynced: they are lost.
+    Zero the active segment's index files after a flush, open without the clean
+    shutdown marker: every offset is still found through rebuilt indexes."""
+    config = TopicConfig(index_interval_bytes=1)
+    log = open_log(tmp_path, config)
+    for i in range(30):
+        log.append(v2_batch(i, [b"v%d" % i]))
+    positions = [log.read(i, 1_000_000).fetch_offset_metadata for i in range(30)]
+    log.flush()
+    point = log.recovery_point
+    log.close_handlers()  # crash: no clean shutdown marker
+    directory = tmp_path / "t-0"
+    for path in (files.offset_index_file(directory, 0), files.time_index_file(directory, 0)):
+        path.write_bytes(bytes(path.stat().st_size))
+    log = UnifiedLog.open(directory, config, time_ms=MockTime(), recovery_point=point)
+    assert log.log_end_offset == 30
+    assert log.recovered_segments == 1
+    segment = log.active_segment
+    segment.sanity_check(False)
+    assert segment.offset_index.entries == 29  # one per append but the first
+    assert [log.read(i, 1_000_000).fetch_offset_metadata for i in range(30)] == positions
+    log.close()
