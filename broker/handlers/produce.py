@@ -48,7 +48,7 @@ Version notes:
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 
 from broker.errors import (
     ErrorCode,
@@ -180,7 +180,10 @@ class ProduceHandler(RequestHandler):
             return None
         if acks == 1 or not durable or not self.broker.config.get("acks.all.fsync"):
             return response
-        return self._after_flush(ctx, response, durable, request.timeout_ms)
+        # registered now, not when the returned coroutine first runs (GroupCommit)
+        targets = [(log_, offset) for log_, offset, _ in durable]
+        flushed = self.broker.durability.wait_flushed(targets, max(request.timeout_ms, 0) / 1000)
+        return self._after_flush(ctx, response, durable, flushed)
 
     # ---- one partition -----------------------------------------------------------------------
 
@@ -338,11 +341,10 @@ class ProduceHandler(RequestHandler):
         ctx: RequestContext,
         response: Data,
         durable: Sequence[tuple[UnifiedLog, int, Data]],
-        timeout_ms: int,
+        waiting: Awaitable[bool],
     ) -> Data:
-        targets = [(log_, offset) for log_, offset, _ in durable]
         try:
-            flushed = await self.broker.durability.wait_flushed(targets, max(timeout_ms, 0) / 1000)
+            flushed = await waiting
         except OSError:
             log.exception("fsync failed for an acks=all produce request")
             self._set_errors(ctx, durable, ErrorCode.KAFKA_STORAGE_ERROR)

@@ -99,16 +99,18 @@ class InProcessBroker:
         return body
 
     def call(self, request: Any, version: int) -> Any:
-        """Send and wait for the response body (async outcomes run to completion)."""
+        """Send and wait for the response body (async outcomes run to completion).
+
+        The frame is handled inside a running event loop, as the server does:
+        the acks=all path registers its fsync round from there. Called from
+        inside a running loop, the outcome must be immediate."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return run(self.call_async(request, version))
         outcome = self.send(request, version)
-        correlation = self.correlation
-        if inspect.isawaitable(outcome):
-
-            async def wait() -> Any:
-                return await outcome
-
-            outcome = run(wait())
-        return self.decode(_api_key_of(type(request)), version, outcome, correlation)
+        assert not inspect.isawaitable(outcome), "await call_async() inside a loop"
+        return self.decode(_api_key_of(type(request)), version, outcome, self.correlation)
 
     async def call_async(self, request: Any, version: int) -> Any:
         outcome = self.send(request, version)

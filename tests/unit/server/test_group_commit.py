@@ -1,0 +1,156 @@
+"""acks=all group commit: rounds, sharing, errors, timeouts, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker.config import TopicConfig
+from broker.log.unified_log import UnifiedLog
+from broker.server.group_commit import GroupCommit
+from tests.aio import run
+from tests.unit.log.batches import v2_batch
+from tests.unit.log.helpers import MockTime
+
+
+class FakeLog:
+    """A log whose flush the test controls: it blocks until released, may fail,
+    and records the offsets it was asked for."""
+
+    def __init__(self) -> None:
+        self.recovery_point = 0
+        self.asked: list[int] = []
+        self.release = threading.Event()
+        self.release.set()
+        self.entered = threading.Event()
+        self.fail: OSError | None = None
+
+    def flush(self, offset: int) -> bool:
+        self.asked.append(offset)
+        self.entered.set()
+        assert self.release.wait(10)
+        if self.fail is not None:
+            raise self.fail
+        self.recovery_point = max(self.recovery_point, offset)
+        return True
+
+
+def as_log(fake: FakeLog) -> Any:
+    return fake
+
+
+@pytest.fixture
+def commit() -> Any:
+    gc = GroupCommit()
+    yield gc
+    gc.close()
+
+
+def test_the_round_starts_when_asked_not_when_awaited(tmp_path: Path, commit: GroupCommit) -> None:
+    log = UnifiedLog.open(tmp_path / "t-0", TopicConfig(), time_ms=MockTime())
+    log.append(v2_batch(0, [b"a", b"b"]))
+
+    async def scenario() -> None:
+        waiting = commit.wait_flushed([(log, 2)], 5)
+        # not awaited yet: the flusher thread works on it already
+        deadline = time.monotonic() + 5
+        while log.recovery_point < 2 and time.monotonic() < deadline:
+            time.sleep(0.001)  # block the loop: the round cannot depend on it
+        assert log.recovery_point == 2
+        assert await waiting is True
+
+    run(scenario())
+    assert commit.rounds == 1
+    log.close()
+
+
+def test_a_durable_offset_needs_no_round(commit: GroupCommit) -> None:
+    fake = FakeLog()
+    fake.recovery_point = 10
+
+    async def scenario() -> bool:
+        return await commit.wait_flushed([(as_log(fake), 10)], 5)
+
+    assert run(scenario()) is True
+    assert commit.rounds == 0 and fake.asked == []
+
+
+def test_requests_during_a_round_share_the_next_one(commit: GroupCommit) -> None:
+    a, b = FakeLog(), FakeLog()
+    a.release.clear()
+
+    async def scenario() -> list[bool]:
+        first = asyncio.ensure_future(commit.wait_flushed([(as_log(a), 1)], 5))
+        await asyncio.get_running_loop().run_in_executor(None, a.entered.wait, 5)
+        # round 1 is inside a's flush: these three wait for round 2, together
+        later = [
+            asyncio.ensure_future(commit.wait_flushed([(as_log(a), 2)], 5)),
+            asyncio.ensure_future(commit.wait_flushed([(as_log(a), 5), (as_log(b), 3)], 5)),
+            asyncio.ensure_future(commit.wait_flushed([(as_log(b), 7)], 5)),
+        ]
+        await asyncio.sleep(0.05)
+        a.release.set()
+        return [await f for f in (first, *later)]
+
+    assert run(scenario()) == [True] * 4
+    assert commit.rounds == 2
+    assert a.asked == [1, 5]  # the highest offset asked per log, once per round
+    assert b.asked == [7]
+
+
+def test_an_fsync_error_reaches_every_waiter_of_its_round_only(commit: GroupCommit) -> None:
+    fake = FakeLog()
+    fake.fail = OSError(5, "Input/output error")
+
+    async def scenario() -> None:
+        with pytest.raises(OSError, match="Input/output"):
+            await commit.wait_flushed([(as_log(fake), 1)], 5)
+        fake.fail = None
+        assert await commit.wait_flushed([(as_log(fake), 1)], 5) is True
+
+    run(scenario())
+    assert commit.rounds == 2
+
+
+def test_a_waiter_that_times_out_gets_false_and_the_round_still_completes(
+    commit: GroupCommit,
+) -> None:
+    fake = FakeLog()
+    fake.release.clear()
+
+    async def scenario() -> bool:
+        return await commit.wait_flushed([(as_log(fake), 4)], 0.05)
+
+    assert run(scenario()) is False
+    fake.release.set()
+    commit.close()
+    assert fake.recovery_point == 4
+
+
+def test_close_finishes_the_rounds_asked_for(tmp_path: Path) -> None:
+    commit = GroupCommit()
+    fake = FakeLog()
+    fake.release.clear()
+
+    async def scenario() -> None:
+        # registered, never awaited to the end: close() still flushes it
+        waiting = commit.wait_flushed([(as_log(fake), 9)], 5)
+        task = asyncio.ensure_future(waiting)
+        await asyncio.sleep(0)
+        task.cancel()
+
+    run(scenario())
+    threading.Timer(0.05, fake.release.set).start()
+    commit.close()
+    assert fake.recovery_point == 9
+    with pytest.raises(RuntimeError, match="closed"):
+        run(_ask(commit, fake))
+
+
+async def _ask(commit: GroupCommit, fake: FakeLog) -> bool:
+    return await commit.wait_flushed([(as_log(fake), 99)], 1)
