@@ -354,12 +354,18 @@ def _fsynced_names(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return names
 
 
-def test_flush_skips_the_indexes_of_the_segment_recovery_rescans(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _log_of_two_batches(tmp_path: Path) -> UnifiedLog:
+    """Offsets 0 and 1 in segment 0, an index entry for each append after the first."""
     log = open_log(tmp_path, TopicConfig(index_interval_bytes=1))
     log.append(v2_batch(0, [b"a"]))
     log.append(v2_batch(1, [b"b"]))
+    return log
+
+
+def test_flush_skips_the_indexes_of_the_segment_recovery_rescans(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = _log_of_two_batches(tmp_path)
     names = _fsynced_names(monkeypatch)
     assert log.flush() is True
     # recovery scans from the floor segment of the recovery point (2): segment 0
@@ -383,9 +389,7 @@ def test_flush_skips_the_indexes_of_the_segment_recovery_rescans(
 def test_flush_right_after_a_roll_syncs_the_indexes_of_the_old_segment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = open_log(tmp_path, TopicConfig(index_interval_bytes=1))
-    log.append(v2_batch(0, [b"a"]))
-    log.append(v2_batch(1, [b"b"]))
+    log = _log_of_two_batches(tmp_path)
     log.roll()  # new empty active segment at 2 = the recovery point after the flush
     names = _fsynced_names(monkeypatch)
     assert log.flush() is True
