@@ -342,27 +342,43 @@ def best_loadgen(port: int, server: Server, topic: str, acks: int) -> dict[str, 
 
 class InProcess:
     """Decode + validate + append of the load generator's frames in this process,
-    no sockets (or through the whole in-process dispatcher), one round at a time."""
+    no sockets (or through the whole in-process dispatcher), one round at a time.
 
-    def __init__(self, tmp: Path, name: str, through_dispatcher: bool) -> None:
+    ``meters`` (for (4)) wires the real meters or ``metrics.enabled=false``'s
+    no-ops into every recorder (validator, flush, request and topic meters), as
+    the app does; without them the validator records nothing."""
+
+    def __init__(
+        self,
+        tmp: Path,
+        name: str,
+        through_dispatcher: bool,
+        request_bytes: int = REQUEST_BYTES,
+        meters: Any = None,
+    ) -> None:
         from broker.config import BrokerConfig
         from broker.log.manager import LogManager
         from broker.partition.replica_manager import ReplicaManager
         from broker.validator import NullRecorder
 
-        self.frames, self.per_frame = build_frames(name, 1, REQUEST_BYTES, RECORD_BYTES, 1)
+        self.frames, self.per_frame = build_frames(name, 1, request_bytes, RECORD_BYTES, 1)
         self.data = tmp / name
         config = BrokerConfig.from_properties({"log.dirs": str(self.data)})
-        self.manager = LogManager(config.log_dirs, config)
+        flush_recorder = None if meters is None else meters.flush_recorder
+        self.manager = LogManager(config.log_dirs, config, flush_recorder=flush_recorder)
         self.manager.startup()
         rm = ReplicaManager(
-            self.manager, recorder=NullRecorder(), time_ms=lambda: int(time.time() * 1000)
+            self.manager,
+            recorder=NullRecorder() if meters is None else meters.validator_recorder,
+            time_ms=lambda: int(time.time() * 1000),
         )
         rm.create_topic(name, 1)
         partition = rm.get_partition(name, 0)
         assert partition is not None
         self.partition = partition
-        self.handle = dispatcher_for(config, self.manager, rm) if through_dispatcher else None
+        self.handle = (
+            dispatcher_for(config, self.manager, rm, meters) if through_dispatcher else None
+        )
 
     def round(self) -> tuple[float, float]:
         """(records/s, CPU ms per request) of LOADGEN_REQUESTS requests."""
@@ -390,42 +406,11 @@ class InProcess:
             cpu = (time.process_time() - cpu_start) * 1000 / LOADGEN_REQUESTS
         return LOADGEN_REQUESTS * self.per_frame / elapsed, cpu
 
-    def close(self) -> None:
-        self.manager.shutdown()
-        shutil.rmtree(self.data, ignore_errors=True)
-
-
-class MeteredDispatcher:
-    """The whole in-process dispatcher wired as the app wires it, with the real
-    meters or with ``metrics.enabled=false``'s no-ops (validator recorder, flush
-    recorder, request and topic meters alike), for (4): the CPU the broker's
-    own thread spends per request with and without recording, free of the
-    sockets, the client and the other tenants of the machine."""
-
-    def __init__(self, tmp: Path, name: str, enabled: bool, request_bytes: int) -> None:
-        from broker.config import BrokerConfig
-        from broker.log.manager import LogManager
-        from broker.metrics import BrokerMetrics, NullMetrics
-        from broker.partition.replica_manager import ReplicaManager
-
-        self.frames, self.per_frame = build_frames(name, 1, request_bytes, RECORD_BYTES, 1)
-        self.data = tmp / name
-        config = BrokerConfig.from_properties({"log.dirs": str(self.data)})
-        real = BrokerMetrics(records_implementation="bench", event_loop="none", version="0")
-        meters = real if enabled else NullMetrics(real)
-        self.manager = LogManager(config.log_dirs, config, flush_recorder=meters.flush_recorder)
-        self.manager.startup()
-        rm = ReplicaManager(
-            self.manager,
-            recorder=meters.validator_recorder,
-            time_ms=lambda: int(time.time() * 1000),
-        )
-        rm.create_topic(name, 1)
-        self.handle = dispatcher_for(config, self.manager, rm, meters)
-
     def cpu_per_request(self, requests: int) -> float:
-        """Thread CPU microseconds per request over ``requests`` requests."""
+        """Thread CPU microseconds per request through the dispatcher, over
+        ``requests`` requests (for (4))."""
         frames, handle = self.frames, self.handle
+        assert handle is not None
         buf = bytearray(max(len(f) for f in frames))
         start = time.thread_time()
         for i in range(requests):
@@ -437,6 +422,18 @@ class MeteredDispatcher:
     def close(self) -> None:
         self.manager.shutdown()
         shutil.rmtree(self.data, ignore_errors=True)
+
+
+def metered(tmp: Path, name: str, enabled: bool, request_bytes: int) -> InProcess:
+    """The whole in-process dispatcher wired as the app wires it, with the real
+    meters or with ``metrics.enabled=false``'s no-ops, for (4): the CPU the
+    broker's own thread spends per request with and without recording, free
+    of the sockets, the client and the other tenants of the machine."""
+    from broker.metrics import BrokerMetrics, NullMetrics
+
+    real = BrokerMetrics(records_implementation="bench", event_loop="none", version="0")
+    meters = real if enabled else NullMetrics(real)
+    return InProcess(tmp, name, True, request_bytes, meters)
 
 
 #: (label, request bytes of 100 B records, requests per round) for (4) in process
@@ -458,8 +455,8 @@ def metrics_in_process(report: Report, tmp: Path, confluent_request_bytes: int =
         shapes.insert(0, ("confluent-sized requests", confluent_request_bytes, requests))
     for label, request_bytes, requests in shapes:
         tag = label.split()[0].lower()
-        on = MeteredDispatcher(tmp, f"mon-{tag}", True, request_bytes)
-        off = MeteredDispatcher(tmp, f"moff-{tag}", False, request_bytes)
+        on = metered(tmp, f"mon-{tag}", True, request_bytes)
+        off = metered(tmp, f"moff-{tag}", False, request_bytes)
         try:
             best = {"on": float("inf"), "off": float("inf")}
             on.cpu_per_request(requests // 4)  # warm-up

@@ -60,7 +60,7 @@ DEFAULT_PREFIX = "BROKER_"
 #: variables the broker reads as process switches (not Kafka configuration)
 PROCESS_SWITCHES = frozenset(
     {
-        "BROKER_NO_EXTENSIONS",  # broker.records.scan: force the pure-Python twin
+        "BROKER_NO_EXTENSIONS",  # broker.records.twins: force the pure-Python twins
         "BROKER_EVENT_LOOP",  # uvloop | asyncio
         "BROKER_LOG_LEVEL",  # broker.app: logging level (INFO)
         "BROKER_EXPECT_COMPILED",  # test guard: fail if the compiled twin did not load

@@ -235,16 +235,7 @@ class RequestMetrics:
 class _NullRequestMetrics:
     """``RequestMetrics`` of ``metrics.enabled=false``: records nothing."""
 
-    def record(
-        self,
-        size: int,
-        local_ns: int,
-        remote_ns: int,
-        total_ns: int,
-        *,
-        conversions_ns: int = 0,
-        temporary_bytes: int = 0,
-    ) -> None:
+    def record(self, *args: int, **kwargs: int) -> None:
         pass
 
 

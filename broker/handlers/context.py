@@ -90,7 +90,11 @@ class ConnectionInfo(Protocol):
 
 
 class Durability(Protocol):
-    """Waits until the logs are durable up to the given offsets (group commit)."""
+    """Waits until the logs are durable up to the given offsets (group commit).
+
+    ``wait_flushed`` asks for the fsync when it is called and returns what
+    to await (True, or False on timeout): call it in the handler's
+    synchronous part."""
 
     def wait_flushed(
         self, targets: Sequence[tuple[UnifiedLog, int]], timeout_s: float

@@ -182,8 +182,8 @@ class ProduceHandler(RequestHandler):
             return response
         # registered now, not when the returned coroutine first runs (GroupCommit)
         targets = [(log_, offset) for log_, offset, _ in durable]
-        flushed = self.broker.durability.wait_flushed(targets, max(request.timeout_ms, 0) / 1000)
-        return self._after_flush(ctx, response, durable, flushed)
+        waiting = self.broker.durability.wait_flushed(targets, max(request.timeout_ms, 0) / 1000)
+        return self._after_flush(ctx, response, durable, waiting)
 
     # ---- one partition -----------------------------------------------------------------------
 

@@ -78,7 +78,7 @@ class LocalLog:
         "_recovery_point",
         "_time_ms",
         "_truncations",
-        "_unsynced_indexes",
+        "_unsynced_index_segment",
         "_unsynced_snapshots",
         "config",
         "directory",
@@ -112,9 +112,9 @@ class LocalLog:
         self._pending_deletes: list[tuple[int, list[LogSegment]]] = []
         self._delete_scheduler = delete_scheduler
         self._unsynced_snapshots: list[Path] = []
-        #: segments whose index files a flush left unsynced because recovery
-        #: would rescan them (see flush); only flush reads and writes this
-        self._unsynced_indexes: list[LogSegment] = []
+        #: the segment whose index files the last flush left unsynced because
+        #: recovery would rescan it (see flush); only flush reads and writes this
+        self._unsynced_index_segment: LogSegment | None = None
         self._new_files_since_flush = True
         # the LEO as a plain int on the append path; its metadata (segment,
         # position) is derived on demand: the active segment's size is always
@@ -390,36 +390,33 @@ class LocalLog:
                 # later segment (after a roll), before recovery would trust them.
                 # Not at shutdown: a clean start trusts every index.
                 rescanned = None if include_empty_active else self.segments.floor_segment(end)
-                owed = [
-                    s for s in self._unsynced_indexes if s is not rescanned and s not in segments
-                ]
-                handles: list[tuple[int, list[int]]] = []
+                owed = self._unsynced_index_segment
+                owed_fds: list[int] = []  # its indexes, if recovery would trust them now
+                plan: list[tuple[int, list[int]]] = []  # per segment: .log, index files
                 try:
-                    # -1: no .log to fsync (its bytes are durable already)
-                    handles.extend((-1, _open_all(s.flush_paths())) for s in owed)
+                    if owed is not None and owed is not rescanned and owed not in segments:
+                        owed_fds = _open_all(owed.flush_paths())
                     for segment in segments:
-                        index_fds = [] if segment is rescanned else _open_all(segment.flush_paths())
-                        handles.append((os.dup(segment.log.fd), index_fds))
+                        plan.append((os.dup(segment.log.fd), []))
+                        if segment is not rescanned:
+                            plan[-1][1].extend(_open_all(segment.flush_paths()))
                     snapshots = self._unsynced_snapshots
                     self._unsynced_snapshots = []
                     sync_dir = self._new_files_since_flush
                     self._new_files_since_flush = False
                     generation = self._truncations
                 except BaseException:
-                    for log_fd, index_fds in handles:
-                        for fd in (log_fd, *index_fds):
-                            if fd >= 0:
-                                os.close(fd)
+                    _close_all(owed_fds, plan)
                     raise
             try:
-                for log_fd, index_fds in handles:
+                for fd in owed_fds:
+                    os.fsync(fd)
+                for log_fd, index_fds in plan:
                     began = time.perf_counter()
-                    if log_fd >= 0:
-                        os.fsync(log_fd)
+                    os.fsync(log_fd)
                     for fd in index_fds:
                         os.fsync(fd)
-                    if log_fd >= 0:
-                        self.flush_recorder.record_flush(time.perf_counter() - began)
+                    self.flush_recorder.record_flush(time.perf_counter() - began)
                 for path in snapshots:
                     try:
                         fd = os.open(path, os.O_RDONLY)
@@ -432,11 +429,8 @@ class LocalLog:
                 if sync_dir:
                     fsync_dir(self.directory)
             finally:
-                for log_fd, index_fds in handles:
-                    for fd in (log_fd, *index_fds):
-                        if fd >= 0:
-                            os.close(fd)
-            self._unsynced_indexes = [] if rescanned is None else [rescanned]
+                _close_all(owed_fds, plan)
+            self._unsynced_index_segment = rescanned
             with self._lock:
                 if generation == self._truncations:
                     new_point = min(target, self._leo_offset)
@@ -514,3 +508,12 @@ def _open_all(paths: Iterable[Path]) -> list[int]:
             os.close(fd)
         raise
     return fds
+
+
+def _close_all(fds: list[int], plan: list[tuple[int, list[int]]]) -> None:
+    for fd in fds:
+        os.close(fd)
+    for log_fd, index_fds in plan:
+        os.close(log_fd)
+        for fd in index_fds:
+            os.close(fd)

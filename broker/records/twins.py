@@ -6,8 +6,8 @@ and the same results. The twin runs when it was built and
 ``BROKER_NO_EXTENSIONS`` is not set to a true value; otherwise the reference
 runs and the reason is kept. The chooser modules (``broker.records.scan``,
 ``broker.log.scan``, ``broker.log.appender``) each call :func:`choose` once
-at import; :data:`CHOICES` records every choice made, for the metrics info
-and the test suite's guard (``BROKER_EXPECT_COMPILED``).
+at import; :data:`CHOICES` records every choice made, for the test suite's guard
+(``BROKER_EXPECT_COMPILED``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class Choice(NamedTuple):
 CHOICES: dict[str, Choice] = {}
 
 
-def extensions_disabled() -> bool:
+def _extensions_disabled() -> bool:
     # a literal name: tests/unit/app_env checks every switch the code reads is declared
     value = (os.environ.get("BROKER_NO_EXTENSIONS") or "").strip().lower()
     return value not in ("", "0", "false", "no")
@@ -38,7 +38,7 @@ def extensions_disabled() -> bool:
 
 def choose(reference: ModuleType, compiled: str) -> Choice:
     """The twin named ``compiled`` (a module path) or ``reference``."""
-    if extensions_disabled():
+    if _extensions_disabled():
         choice = Choice(reference, "python", "BROKER_NO_EXTENSIONS is set")
     else:
         try:

@@ -32,13 +32,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import threading
 from collections.abc import Awaitable, Sequence
 
 from broker.log.unified_log import UnifiedLog
-
-log = logging.getLogger(__name__)
 
 _Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
 
@@ -143,8 +140,10 @@ async def _durable_already() -> bool:
 
 
 async def _wait(fut: asyncio.Future[None], timeout_s: float) -> bool:
+    # a timeout cancels ``fut``, which only this waiter reads: the round goes
+    # on and _settle skips it
     try:
-        await asyncio.wait_for(asyncio.shield(fut), timeout_s)
+        await asyncio.wait_for(fut, timeout_s)
     except TimeoutError:
         return False
     return True
