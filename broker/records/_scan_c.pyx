@@ -10,8 +10,10 @@ each function does; this file only says how it is made fast:
   raises, so no Python object is made per record;
 * Java ``long`` wraparound is done in unsigned 64-bit arithmetic (signed
   overflow is undefined in C);
-* CRC-32 is a slicing-by-8 table made at import; CRC-32C is the ``crc32c``
-  package (hardware instruction), called once per v2 batch.
+* CRC-32 folds 16 bytes at a time by carry-less multiplication (PCLMULQDQ,
+  tail included) where the CPU has it, else a slicing-by-8 table made at
+  import; CRC-32C is the ``crc32c`` package (hardware instruction), called
+  once per v2 batch.
 """
 
 from crc32c import crc32c as _crc32c
@@ -90,6 +92,27 @@ cdef extern from *:
     #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     #include <immintrin.h>
     #define BROKER_HAVE_CLMUL 1
+    /* pshufb masks for the last 1..15 bytes (see broker_crc32_fold): 16
+       bytes read at offset r of BROKER_SHIFT_UP move byte j of a register
+       to j + 16 - r (zeros below), those of BROKER_SHIFT_DOWN move byte j
+       to j - r (zeros above). */
+    static const uint8_t BROKER_SHIFT_UP[32] = {
+        0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+        0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    static const uint8_t BROKER_SHIFT_DOWN[32] = {
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+        0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+        0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80};
+    /* CRC-32 (reflected, zlib's) of len >= 16 bytes by carry-less
+       multiplication: four 16-byte lanes folded by 64 bytes while at least
+       64 remain (one lane below 64 bytes), the lanes folded into one, then
+       16 bytes at a time. A tail of r = 1..15 bytes is folded in as well,
+       without a byte loop (the records of v0/v1 message sets are short, so
+       the tail is a large share of each CRC): the state's first r bytes are
+       the block that precedes a new 16-byte block made of its other 16 - r
+       bytes and the r tail bytes (taken from the last 16 bytes of the
+       input). Then Barrett reduction to 32 bits. */
     __attribute__((target("pclmul,sse4.1")))
     static uint32_t broker_crc32_fold(const uint8_t *buf, size_t len, uint32_t crc) {
         const __m128i k1k2 = _mm_set_epi64x(0x01c6e41596LL, 0x0154442bd4LL);
@@ -97,45 +120,54 @@ cdef extern from *:
         const __m128i k5k0 = _mm_set_epi64x(0x0000000000LL, 0x0163cd6124LL);
         const __m128i poly = _mm_set_epi64x(0x01f7011641LL, 0x01db710641LL);
         const __m128i mask32 = _mm_setr_epi32(~0, 0, ~0, 0);
+        const uint8_t *end = buf + len;
         __m128i x0, x1, x2, x3, x4, x5, x6, x7, x8, y5, y6, y7, y8;
-        x1 = _mm_loadu_si128((const __m128i *)(buf + 0x00));
-        x2 = _mm_loadu_si128((const __m128i *)(buf + 0x10));
-        x3 = _mm_loadu_si128((const __m128i *)(buf + 0x20));
-        x4 = _mm_loadu_si128((const __m128i *)(buf + 0x30));
-        x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)crc));
-        x0 = k1k2;
-        buf += 64;
-        len -= 64;
-        while (len >= 64) {
-            x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
-            x6 = _mm_clmulepi64_si128(x2, x0, 0x00);
-            x7 = _mm_clmulepi64_si128(x3, x0, 0x00);
-            x8 = _mm_clmulepi64_si128(x4, x0, 0x00);
-            x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
-            x2 = _mm_clmulepi64_si128(x2, x0, 0x11);
-            x3 = _mm_clmulepi64_si128(x3, x0, 0x11);
-            x4 = _mm_clmulepi64_si128(x4, x0, 0x11);
-            y5 = _mm_loadu_si128((const __m128i *)(buf + 0x00));
-            y6 = _mm_loadu_si128((const __m128i *)(buf + 0x10));
-            y7 = _mm_loadu_si128((const __m128i *)(buf + 0x20));
-            y8 = _mm_loadu_si128((const __m128i *)(buf + 0x30));
-            x1 = _mm_xor_si128(_mm_xor_si128(x1, x5), y5);
-            x2 = _mm_xor_si128(_mm_xor_si128(x2, x6), y6);
-            x3 = _mm_xor_si128(_mm_xor_si128(x3, x7), y7);
-            x4 = _mm_xor_si128(_mm_xor_si128(x4, x8), y8);
+        if (len >= 64) {
+            x1 = _mm_loadu_si128((const __m128i *)(buf + 0x00));
+            x2 = _mm_loadu_si128((const __m128i *)(buf + 0x10));
+            x3 = _mm_loadu_si128((const __m128i *)(buf + 0x20));
+            x4 = _mm_loadu_si128((const __m128i *)(buf + 0x30));
+            x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)crc));
+            x0 = k1k2;
             buf += 64;
             len -= 64;
+            while (len >= 64) {
+                x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+                x6 = _mm_clmulepi64_si128(x2, x0, 0x00);
+                x7 = _mm_clmulepi64_si128(x3, x0, 0x00);
+                x8 = _mm_clmulepi64_si128(x4, x0, 0x00);
+                x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+                x2 = _mm_clmulepi64_si128(x2, x0, 0x11);
+                x3 = _mm_clmulepi64_si128(x3, x0, 0x11);
+                x4 = _mm_clmulepi64_si128(x4, x0, 0x11);
+                y5 = _mm_loadu_si128((const __m128i *)(buf + 0x00));
+                y6 = _mm_loadu_si128((const __m128i *)(buf + 0x10));
+                y7 = _mm_loadu_si128((const __m128i *)(buf + 0x20));
+                y8 = _mm_loadu_si128((const __m128i *)(buf + 0x30));
+                x1 = _mm_xor_si128(_mm_xor_si128(x1, x5), y5);
+                x2 = _mm_xor_si128(_mm_xor_si128(x2, x6), y6);
+                x3 = _mm_xor_si128(_mm_xor_si128(x3, x7), y7);
+                x4 = _mm_xor_si128(_mm_xor_si128(x4, x8), y8);
+                buf += 64;
+                len -= 64;
+            }
+            x0 = k3k4;
+            x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+            x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+            x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
+            x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+            x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+            x1 = _mm_xor_si128(_mm_xor_si128(x1, x3), x5);
+            x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+            x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+            x1 = _mm_xor_si128(_mm_xor_si128(x1, x4), x5);
+        } else {
+            x1 = _mm_loadu_si128((const __m128i *)buf);
+            x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)crc));
+            buf += 16;
+            len -= 16;
         }
         x0 = k3k4;
-        x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
-        x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
-        x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
-        x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
-        x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
-        x1 = _mm_xor_si128(_mm_xor_si128(x1, x3), x5);
-        x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
-        x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
-        x1 = _mm_xor_si128(_mm_xor_si128(x1, x4), x5);
         while (len >= 16) {
             x2 = _mm_loadu_si128((const __m128i *)buf);
             x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
@@ -143,6 +175,19 @@ cdef extern from *:
             x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
             buf += 16;
             len -= 16;
+        }
+        if (len) {
+            /* a = the state's first len bytes at the top of an otherwise
+               zero block; b = its other bytes moved down, then the tail
+               (the top len bytes of the input's last 16) */
+            const __m128i up = _mm_loadu_si128((const __m128i *)(BROKER_SHIFT_UP + len));
+            const __m128i down = _mm_loadu_si128((const __m128i *)(BROKER_SHIFT_DOWN + len));
+            const __m128i last = _mm_loadu_si128((const __m128i *)(end - 16));
+            __m128i a = _mm_shuffle_epi8(x1, up);
+            __m128i b = _mm_blendv_epi8(last, _mm_shuffle_epi8(x1, down), up);
+            x5 = _mm_clmulepi64_si128(a, x0, 0x00);
+            a = _mm_clmulepi64_si128(a, x0, 0x11);
+            x1 = _mm_xor_si128(_mm_xor_si128(a, b), x5);
         }
         x2 = _mm_clmulepi64_si128(x1, x0, 0x10);
         x1 = _mm_srli_si128(x1, 8);
@@ -182,12 +227,8 @@ cdef bint _HAVE_CLMUL = broker_have_clmul() != 0
 cdef inline uint32_t _crc32(const uint8_t* p, Py_ssize_t n) noexcept nogil:
     cdef uint32_t c = 0xFFFFFFFFU
     cdef uint32_t lo, hi
-    cdef Py_ssize_t chunk
-    if _HAVE_CLMUL and n >= 64:
-        chunk = n & ~(<Py_ssize_t>15)
-        c = broker_crc32_fold(p, <size_t>chunk, c)
-        p += chunk
-        n -= chunk
+    if _HAVE_CLMUL and n >= 16:
+        return broker_crc32_fold(p, <size_t>n, c) ^ 0xFFFFFFFFU
     while n >= 8:
         lo = (<uint32_t>p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)) ^ c
         hi = <uint32_t>p[4] | (<uint32_t>p[5] << 8) | (<uint32_t>p[6] << 16) | (<uint32_t>p[7] << 24)

@@ -115,10 +115,10 @@ def assemble_v2_batch(
         payload: ReadableBuffer = codecs.compress(compression_type, records, level=level)
     else:
         payload = records
-    with memoryview(payload) as view:
-        size = RECORD_BATCH_OVERHEAD + view.nbytes
-        out = bytearray(size)
-        out[RECORD_BATCH_OVERHEAD:] = view
+    # the header's room then the payload: one copy, no zero-fill of the payload's room
+    out = bytearray(RECORD_BATCH_OVERHEAD)
+    out += payload
+    size = len(out)
     attributes = compute_attributes(
         compression_type, timestamp_type, is_transactional, is_control, has_delete_horizon
     )
