@@ -397,9 +397,12 @@ class LocalLog:
                     if owed is not None and owed is not rescanned and owed not in segments:
                         owed_fds = _open_all(owed.flush_paths())
                     for segment in segments:
-                        plan.append((os.dup(segment.log.fd), []))
+                        # the .log's fd joins the plan before its index files are
+                        # opened, so a failed open still closes it
+                        index_fds: list[int] = []
+                        plan.append((os.dup(segment.log.fd), index_fds))
                         if segment is not rescanned:
-                            plan[-1][1].extend(_open_all(segment.flush_paths()))
+                            index_fds.extend(_open_all(segment.flush_paths()))
                     snapshots = self._unsynced_snapshots
                     self._unsynced_snapshots = []
                     sync_dir = self._new_files_since_flush
