@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from broker.errors import CorruptRecordError
+from broker.log.appender import FileRecordsSlots
 from broker.records import entries
 from broker.records.batch import (
     HEADER_SIZE_UP_TO_MAGIC,
@@ -97,11 +98,11 @@ def _valid_header_size(magic: int, size: int) -> bool:
     return size >= _LEGACY_MIN_ENTRY.get(magic, 1 << 62)
 
 
-class FileRecords:
+class FileRecords(FileRecordsSlots):
     """One segment's ``.log``: descriptor, logical size, appends and header walks."""
 
-    # slots: the produce hot path (log/_append_c.pyx) reads these on every append
-    __slots__ = ("_closed", "_size", "fd", "path", "writable")
+    # fd and _size are append state (FileRecordsSlots, broker.log.appender)
+    __slots__ = ("_closed", "path", "writable")
 
     def __init__(self, path: Path, fd: int, size: int, writable: bool = True) -> None:
         self.path = path

@@ -33,6 +33,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import ClassVar, Generic, NamedTuple, TypeVar
 
+from broker.log.appender import IndexSlots, LazyIndexSlots
 from broker.log.errors import IndexOffsetOverflowError, LogClosedError
 
 INT_MAX = 2**31 - 1
@@ -50,16 +51,14 @@ def round_down_to_exact_multiple(number: int, factor: int) -> int:
     return factor * (number // factor)
 
 
-class AbstractIndex(ABC):
+class AbstractIndex(IndexSlots, ABC):
     """A file of fixed-width entries, mapped read-write (or read-only)."""
 
-    # slots: the produce hot path (log/_append_c.pyx) reads these on every append
+    # _mm, _entries, _max_entries (and each subclass's last entry) are append
+    # state (IndexSlots, broker.log.appender)
     __slots__ = (
         "_closed",
-        "_entries",
         "_length",
-        "_max_entries",
-        "_mm",
         "base_offset",
         "max_index_size",
         "path",
@@ -323,7 +322,7 @@ class AbstractIndex(ABC):
 _I = TypeVar("_I", bound=AbstractIndex)
 
 
-class LazyIndex(Generic[_I]):
+class LazyIndex(LazyIndexSlots, Generic[_I]):
     """An index whose file is opened (and created) on first use (``LazyIndex.java``).
 
     A freshly rolled segment has no index files until something touches its
@@ -331,8 +330,9 @@ class LazyIndex(Generic[_I]):
     renames or deletes the file if it exists.
     """
 
-    # slots: the produce hot path (log/_append_c.pyx) reads these on every append
-    __slots__ = ("_base_offset", "_cls", "_index", "_max_index_size", "_path")
+    # _index is append state (LazyIndexSlots, broker.log.appender)
+    __slots__ = ("_base_offset", "_cls", "_max_index_size", "_path")
+    _index: _I | None
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int, cls: type[_I]) -> None:
         self._path = path

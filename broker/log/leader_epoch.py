@@ -16,17 +16,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from broker.log.appender import LeaderEpochSlots
 from broker.log.checkpoints import EpochEntry, LeaderEpochCheckpointFile
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
 
 
-class LeaderEpochCache:
+class LeaderEpochCache(LeaderEpochSlots):
     """Leader epoch -> start offset of one partition (``LeaderEpochFileCache.java``)."""
 
-    # slots: the produce hot path (log/_append_c.pyx) reads these on every append
-    __slots__ = ("_checkpoint", "_epochs")
+    __slots__ = ("_checkpoint",)  # _epochs is append state (LeaderEpochSlots)
+    _epochs: list[EpochEntry]
 
     def __init__(self, partition_dir: Path) -> None:
         self._checkpoint = LeaderEpochCheckpointFile(partition_dir)

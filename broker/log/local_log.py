@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from broker.errors import KafkaStorageError, OffsetOutOfRangeError
 from broker.log import files
+from broker.log.appender import LocalLogSlots
 from broker.log.checkpoints import fsync_dir
 from broker.log.errors import LogClosedError
 from broker.log.file_records import FileSlice
@@ -62,30 +63,28 @@ class NullFlushRecorder:
         return None
 
 
-class LocalLog:
+class LocalLog(LocalLogSlots):
     """Segments and offsets of one partition. See the module docstring for threads."""
 
-    # slots: the produce hot path (log/_append_c.pyx) reads these on every append
+    # _closed, _leo_offset, _recovery_point, config and segments are append
+    # state (LocalLogSlots, broker.log.appender)
     __slots__ = (
-        "_closed",
         "_delete_scheduler",
         "_flush_mutex",
         "_last_flush_time",
-        "_leo_offset",
         "_lock",
         "_new_files_since_flush",
         "_pending_deletes",
-        "_recovery_point",
         "_time_ms",
         "_truncations",
         "_unsynced_index_segment",
         "_unsynced_snapshots",
-        "config",
         "directory",
         "flush_recorder",
-        "segments",
         "topic_partition",
     )
+    config: TopicConfig
+    segments: LogSegments
 
     def __init__(  # noqa: PLR0917
         self,

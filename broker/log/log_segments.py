@@ -5,14 +5,15 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator
 
+from broker.log.appender import SegmentListSlots
 from broker.log.segment import LogSegment
 
 
-class LogSegments:
+class LogSegments(SegmentListSlots):
     """Segments by base offset, ascending; the last one is the active segment."""
 
-    # slots: the produce hot path (log/_append_c.pyx) reads these on every append
-    __slots__ = ("_bases", "_segments")
+    __slots__ = ("_bases",)  # _segments is append state (SegmentListSlots)
+    _segments: list[LogSegment]
 
     def __init__(self) -> None:
         self._bases: list[int] = []

@@ -33,7 +33,7 @@ class OffsetPosition(NamedTuple):
 class OffsetIndex(AbstractIndex):
     """Offset -> file position, 8-byte entries (``OffsetIndex.java``)."""
 
-    __slots__ = ("_last_offset",)
+    __slots__ = ()  # _last_offset is append state (IndexSlots)
     ENTRY_SIZE = 8
 
     def __init__(

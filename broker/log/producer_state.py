@@ -42,6 +42,7 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
+from broker.log.appender import ProducerStateSlots
 from broker.log.errors import CorruptSnapshotError
 from broker.log.files import (
     PRODUCER_SNAPSHOT_FILE_SUFFIX,
@@ -255,7 +256,7 @@ def list_snapshot_offsets(directory: Path) -> list[int]:
 # ---- the manager ----------------------------------------------------------------------
 
 
-class ProducerStateManager:
+class ProducerStateManager(ProducerStateSlots):
     """Producers of one partition, the producer-state end offset, and snapshots.
 
     The query/update API the partition layer uses:
@@ -267,9 +268,8 @@ class ProducerStateManager:
     * :meth:`take_snapshot` / :meth:`truncate_and_reload` -- persistence.
     """
 
-    # slots: the produce hot path (log/_append_c.pyx) reads these on every append
+    # _last_map_offset is append state (ProducerStateSlots, broker.log.appender)
     __slots__ = (
-        "_last_map_offset",
         "_last_snap_offset",
         "_producers",
         "_snapshots",

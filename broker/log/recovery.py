@@ -42,9 +42,9 @@ from broker.log.leader_epoch import LeaderEpochCache
 from broker.log.log_segments import LogSegments
 from broker.log.producer_state import ProducerStateManager
 from broker.log.record_times import parse_end_txn_marker
+from broker.log.results import TimestampOffset
 from broker.log.scan import scan_segment
 from broker.log.segment import LogSegment, TimeMs, wall_clock_ms
-from broker.log.time_index import TimestampOffset
 from broker.records.batch import (
     CONTROL_FLAG_MASK,
     MAGIC_V2,

@@ -1,4 +1,11 @@
-"""Result of an append (``LogAppendInfo``, the parts the produce response needs)."""
+"""Small value types of the log with no dependencies of their own.
+
+``LogAppendResult`` is what an append returns (``LogAppendInfo``, the parts
+the produce response needs); ``TimestampOffset`` is a time index entry
+(``TimestampAndOffset`` in Kafka). Both live here so that the append state
+classes (``broker.log.appender``), which every storage class builds on, can
+import them without importing those classes.
+"""
 
 from __future__ import annotations
 
@@ -11,3 +18,8 @@ class LogAppendResult(NamedTuple):
     max_timestamp: int
     shallow_offset_of_max_timestamp: int
     log_start_offset: int
+
+
+class TimestampOffset(NamedTuple):
+    timestamp: int
+    offset: int

@@ -36,17 +36,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from broker.log import files
+from broker.log.appender import SegmentSlots
 from broker.log.errors import LogSegmentOffsetOverflowError
 from broker.log.file_records import FileRecords, FileSlice, LogOffsetPosition, TimestampAndOffset
 from broker.log.index import LazyIndex
 from broker.log.offset_index import OffsetIndex, OffsetPosition, check_offset_index_file
 from broker.log.record_times import search_for_timestamp
-from broker.log.time_index import (
-    NO_TIMESTAMP,
-    TimeIndex,
-    TimestampOffset,
-    check_time_index_file,
-)
+from broker.log.results import TimestampOffset
+from broker.log.time_index import NO_TIMESTAMP, TimeIndex, check_time_index_file
 
 if TYPE_CHECKING:
     from broker.config import TopicConfig
@@ -96,24 +93,15 @@ def random_segment_jitter(config: TopicConfig, rng: random.Random | None = None)
     return abs(value) % min(config.segment_jitter_ms, config.segment_ms)
 
 
-class LogSegment:
+class LogSegment(SegmentSlots):
     """One segment. Not thread-safe: used by its log's owner thread."""
 
-    # slots: the produce hot path (log/_append_c.pyx) reads these on every append
-    __slots__ = (
-        "_bytes_since_last_index_entry",
-        "_max_timestamp_and_offset",
-        "_offset_index",
-        "_rolling_based_timestamp",
-        "_time_index",
-        "_time_ms",
-        "_txn_index_path",
-        "base_offset",
-        "created",
-        "index_interval_bytes",
-        "log",
-        "roll_jitter_ms",
-    )
+    # the fields the produce hot path touches are append state (SegmentSlots,
+    # broker.log.appender)
+    __slots__ = ("_time_ms", "_txn_index_path")
+    log: FileRecords
+    _offset_index: LazyIndex[OffsetIndex]
+    _time_index: LazyIndex[TimeIndex]
 
     def __init__(  # noqa: PLR0917
         self,

@@ -20,7 +20,6 @@ import mmap
 import os
 import struct
 from pathlib import Path
-from typing import NamedTuple
 
 from broker.log.errors import (
     CorruptIndexError,
@@ -29,21 +28,17 @@ from broker.log.errors import (
     InvalidOffsetError,
 )
 from broker.log.index import INT_MAX, AbstractIndex, IndexEntry
+from broker.log.results import TimestampOffset
 
 NO_TIMESTAMP = -1
 
 _ENTRY = struct.Struct(">qi")
 
 
-class TimestampOffset(NamedTuple):
-    timestamp: int
-    offset: int
-
-
 class TimeIndex(AbstractIndex):
     """Timestamp -> offset, 12-byte entries (``TimeIndex.java``)."""
 
-    __slots__ = ("_last",)
+    __slots__ = ()  # _last is append state (IndexSlots)
     ENTRY_SIZE = 12
 
     def __init__(

@@ -36,7 +36,7 @@ from broker.errors import (
     UnknownServerError,
 )
 from broker.log import files
-from broker.log.appender import fast_append
+from broker.log.appender import UnifiedLogSlots, fast_append
 from broker.log.checkpoints import PartitionMetadataFile
 from broker.log.file_records import TimestampAndOffset
 from broker.log.leader_epoch import LeaderEpochCache
@@ -171,23 +171,21 @@ class PendingAppend(NamedTuple):
     position: int  # where the bytes will start in the active segment
 
 
-class UnifiedLog:
+class UnifiedLog(UnifiedLogSlots):
     """The log of one partition (see the module docstring)."""
 
-    # slots: the produce hot path (log/_append_c.pyx) reads these on every append
+    # the fields the produce hot path touches are append state (UnifiedLogSlots,
+    # broker.log.appender)
     __slots__ = (
-        "_local",
-        "_max_segment_ms",
         "_pending_roll_flush",
-        "_roll_config",
-        "_time_ms",
-        "leader_epoch_cache",
-        "log_start_offset",
-        "producer_state",
         "recovered_segments",
         "topic_id",
         "truncated_bytes",
     )
+    _local: LocalLog
+    producer_state: ProducerStateManager
+    leader_epoch_cache: LeaderEpochCache
+    _roll_config: TopicConfig | None
 
     def __init__(  # noqa: PLR0917
         self,
@@ -205,8 +203,10 @@ class UnifiedLog:
         self._time_ms = time_ms
         self._pending_roll_flush = 0
         self.topic_id = topic_id
-        self._roll_config: TopicConfig | None = None
+        self._roll_config = None
         self._max_segment_ms = 0
+        self._roll_segment_bytes = 0
+        self._roll_flush_messages = 0
         #: what opening found (set by ``open`` after recovery)
         self.recovered_segments = 0
         self.truncated_bytes = 0
@@ -383,6 +383,8 @@ class UnifiedLog:
         if self._roll_config is not config:  # TopicConfig.max_segment_ms is computed
             self._roll_config = config
             self._max_segment_ms = config.max_segment_ms
+            self._roll_segment_bytes = config.segment_bytes
+            self._roll_flush_messages = config.flush_messages
         segment = local.segments.active()
         if segment.should_roll(
             self._max_segment_ms, config.segment_bytes, max_ts, last_offset, size, self._time_ms()

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from broker.log.errors import CorruptIndexError, IndexFullError, InvalidOffsetError
-from broker.log.time_index import TimeIndex, TimestampOffset
+from broker.log.results import TimestampOffset
+from broker.log.time_index import TimeIndex
 
 BASE_OFFSET = 45
 MAX_ENTRIES = 30
