@@ -44,6 +44,7 @@ from typing import NamedTuple
 
 import cramjam
 
+from broker.records import scan
 from broker.records.codec_output import corrupt, exceeds
 
 NAME = "snappy"
@@ -90,7 +91,9 @@ def decompress(data: memoryview, max_size: int) -> bytearray:
     total = sum(chunk.uncompressed_length for chunk in chunks)
     if total > max_size:
         raise exceeds(NAME, max_size)
-    output = bytearray(total)
+    # not zero-filled (compiled twin): every chunk is decompressed into its
+    # place and one that comes out short raises, so no byte is left unwritten
+    output: bytearray = scan.new_buffer(total)
     with memoryview(output) as target:
         written = 0
         for chunk in chunks:
