@@ -13,6 +13,7 @@ from broker.records import _scan_py, legacy, scan
 from broker.records import batch as v2
 from broker.records.builder import build_v2_batch
 from broker.records.legacy_builder import build_legacy
+from broker.records.record import SimpleRecord, varint_bytes
 from broker.validator import NullRecorder, validate_records
 
 from .strategies import simple_records
@@ -188,4 +189,68 @@ def test_encoders_refuse_a_small_output_buffer_alike(records, room):
             except ValueError as e:
                 got.append(("ValueError", str(e)))
         outcomes.append(got)
+    assert outcomes[0] == outcomes[1]
+
+
+@st.composite
+def long_walks(draw):
+    """Batches long enough for the compiled walk's fast path (which keeps a
+    32-byte margin before the end), with offset deltas long enough for
+    two- and three-byte varints, optionally corrupted in the middle, where
+    the fast path, not the checked loop, meets the damage first."""
+    n = draw(st.integers(10, 70))
+    key = draw(st.one_of(st.none(), st.binary(max_size=12)))
+    records = [
+        SimpleRecord(
+            draw(st.sampled_from([1000, 1003, 1009, 2000, -1])),
+            key if draw(st.integers(0, 9)) else None,
+            draw(st.binary(max_size=30)),
+            draw(st.sampled_from([(), (("h", b"v"),), (("k", None), ("", b"x" * 3))])),
+        )
+        for _ in range(n)
+    ]
+    base_offset = draw(st.sampled_from([0, 5, 2**40]))
+    offsets, offset = [], base_offset
+    for _ in range(n):  # mostly consecutive, some gaps for 3- to 5-byte offset deltas
+        offsets.append(offset)
+        offset += draw(st.sampled_from([1, 1, 1, 1, 300, 70_000, 2**22, 2**24]))
+    buf = build_v2_batch(records, base_offset=base_offset, offsets=offsets).buffer
+    base_timestamp = v2.read_header(buf, 0).base_timestamp
+    data = bytearray(buf[v2.RECORDS_OFFSET :])
+    kind = draw(st.sampled_from(["none", "flip", "overwrite", "long-varint", "length"]))
+    if kind == "length":  # one record's length prefix off by a little, the rest intact
+        k, pos = draw(st.integers(0, n - 1)), 0
+        for _ in range(k):
+            length, after = _scan_py.read_varint(data, pos, len(data))
+            pos = after + length
+        length, after = _scan_py.read_varint(data, pos, len(data))
+        wrong = length + draw(st.sampled_from([-3, -1, 1, 2, 40]))
+        data[pos:after] = varint_bytes(wrong)
+    elif data and kind != "none":
+        i = draw(st.integers(0, len(data) - 1))
+        if kind == "flip":
+            data[i] ^= 1 << draw(st.integers(0, 7))
+        elif kind == "overwrite":
+            data[i : i + 4] = draw(st.binary(min_size=1, max_size=4))
+        else:  # a varint continuation run: four- and five-byte varints, or too long
+            data[i : i + 1] = b"\x80" * draw(st.integers(1, 6)) + b"\x01"
+    count = draw(st.sampled_from([n, n - 1, n + 1]))
+    return bytes(data), count, base_offset, base_timestamp
+
+
+@settings(max_examples=300, deadline=None)
+@given(long_walks(), st.booleans(), st.sampled_from([(10, 10), (LONG_MAX, LONG_MAX), (0, 5)]))
+def test_walk_v2_fast_path_agrees(case, compacted, limits):
+    """The compiled walk takes ordinary records on an unchecked fast path and
+    hands anything else to its checked loop: same results, same errors."""
+    data, count, base_offset, base_timestamp = case
+    before_max, after_max = limits
+
+    def walk(twin):
+        return twin.walk_v2(
+            data, 0, len(data), count, base_offset, base_timestamp, False, -1, 1005,
+            before_max, after_max, True, compacted, False,
+        )  # fmt: skip
+
+    outcomes = [_outcome(lambda t=twin: walk(t)) for twin in TWINS]
     assert outcomes[0] == outcomes[1]
