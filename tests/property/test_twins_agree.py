@@ -200,9 +200,13 @@ def long_walks(draw):
     the fast path, not the checked loop, meets the damage first."""
     n = draw(st.integers(10, 70))
     key = draw(st.one_of(st.none(), st.binary(max_size=12)))
+    # all within the test's tightest limits around now=1005, or some not (record errors)
+    timestamps = st.sampled_from(
+        [1000, 1003, 1009] if draw(st.booleans()) else [1000, 1003, 1009, 2000, -1]
+    )
     records = [
         SimpleRecord(
-            draw(st.sampled_from([1000, 1003, 1009, 2000, -1])),
+            draw(timestamps),
             key if draw(st.integers(0, 9)) else None,
             draw(st.binary(max_size=30)),
             draw(st.sampled_from([(), (("h", b"v"),), (("k", None), ("", b"x" * 3))])),
@@ -210,22 +214,41 @@ def long_walks(draw):
         for _ in range(n)
     ]
     base_offset = draw(st.sampled_from([0, 5, 2**40]))
+    # consecutive (canonical), or with gaps for 2- to 4-byte offset deltas
+    steps = st.sampled_from([1, 1, 1, 1, 300, 70_000, 2**22, 2**24] if draw(st.booleans()) else [1])
     offsets, offset = [], base_offset
-    for _ in range(n):  # mostly consecutive, some gaps for 3- to 5-byte offset deltas
+    for _ in range(n):
         offsets.append(offset)
-        offset += draw(st.sampled_from([1, 1, 1, 1, 300, 70_000, 2**22, 2**24]))
+        offset += draw(steps)
     buf = build_v2_batch(records, base_offset=base_offset, offsets=offsets).buffer
     base_timestamp = v2.read_header(buf, 0).base_timestamp
     data = bytearray(buf[v2.RECORDS_OFFSET :])
-    kind = draw(st.sampled_from(["none", "flip", "overwrite", "long-varint", "length"]))
-    if kind == "length":  # one record's length prefix off by a little, the rest intact
+    # valid but not canonical ("attributes", "delta", "padded") as often as broken
+    kind = draw(
+        st.sampled_from(
+            [
+                *("none", "attributes", "delta", "padded", "padded"),
+                *("flip", "overwrite", "long-varint", "length"),
+            ]
+        )
+    )
+    if kind == "padded":  # a valid record with one varint not in its shortest form
+        data = _pad_one_varint(data, draw(st.integers(0, n - 1)), draw(st.integers(0, 6)))
+    elif kind in ("length", "attributes", "delta"):
         k, pos = draw(st.integers(0, n - 1)), 0
         for _ in range(k):
             length, after = _scan_py.read_varint(data, pos, len(data))
             pos = after + length
         length, after = _scan_py.read_varint(data, pos, len(data))
-        wrong = length + draw(st.sampled_from([-3, -1, 1, 2, 40]))
-        data[pos:after] = varint_bytes(wrong)
+        if kind == "length":  # one record's length prefix off by a little, the rest intact
+            wrong = length + draw(st.sampled_from([-3, -1, 1, 2, 40]))
+            data[pos:after] = varint_bytes(wrong)
+        elif kind == "attributes":  # a valid record that is not in the canonical form
+            data[after] = draw(st.integers(1, 255))
+        else:  # another one-byte offset delta, same size: out of order, not canonical
+            _, delta_at = _scan_py.read_varlong(data, after + 1, len(data))
+            if data[delta_at] < 0x80:
+                data[delta_at] = draw(st.integers(0, 0x7F))
     elif data and kind != "none":
         i = draw(st.integers(0, len(data) - 1))
         if kind == "flip":
@@ -234,13 +257,50 @@ def long_walks(draw):
             data[i : i + 4] = draw(st.binary(min_size=1, max_size=4))
         else:  # a varint continuation run: four- and five-byte varints, or too long
             data[i : i + 1] = b"\x80" * draw(st.integers(1, 6)) + b"\x01"
-    count = draw(st.sampled_from([n, n - 1, n + 1]))
+    count = draw(st.sampled_from([n, n, n, n - 1, n + 1]))
     return bytes(data), count, base_offset, base_timestamp
 
 
-@settings(max_examples=300, deadline=None)
-@given(long_walks(), st.booleans(), st.sampled_from([(10, 10), (LONG_MAX, LONG_MAX), (0, 5)]))
-def test_walk_v2_fast_path_agrees(case, compacted, limits):
+def _pad_one_varint(data, k, which):
+    """Record ``k`` of ``data`` with varint number ``which`` (timestamp delta,
+    offset delta, key length, value length, header count, first header key
+    length, first header value length) written one byte longer than it needs
+    (a 0x80 continuation, then 0x00), and its length prefix grown to match."""
+    pos = 0
+    for _ in range(k):
+        length, after = _scan_py.read_varint(data, pos, len(data))
+        pos = after + length
+    length, body = _scan_py.read_varint(data, pos, len(data))
+    p = body + 1  # attributes
+    spots = []
+    _, q = _scan_py.read_varlong(data, p, len(data))
+    spots.append((p, q))
+    p = q
+    for field in range(5):  # offset delta, key, value, header count, header key
+        value, q = _scan_py.read_varint(data, p, len(data))
+        spots.append((p, q))
+        p = q + (value if field in (1, 2, 4) and value > 0 else 0)
+        if field == 3 and value == 0:
+            break
+    else:
+        spots.append((p, _scan_py.read_varint(data, p, len(data))[1]))
+    if which >= len(spots):
+        return data
+    start, stop = spots[which]
+    padded = bytes(data[start : stop - 1]) + bytes([data[stop - 1] | 0x80, 0])
+    record = bytes(data[body:start]) + padded + bytes(data[stop : body + length])
+    return data[:pos] + varint_bytes(length + 1) + record + data[body + length :]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    long_walks(),
+    st.booleans(),
+    # (0, 5) puts every record on the checked loop (each one is a record error)
+    st.sampled_from([(10, 10), (LONG_MAX, LONG_MAX), (LONG_MAX, LONG_MAX), (0, 5)]),
+    st.booleans(),
+)
+def test_walk_v2_fast_path_agrees(case, compacted, limits, want_canonical):
     """The compiled walk takes ordinary records on an unchecked fast path and
     hands anything else to its checked loop: same results, same errors."""
     data, count, base_offset, base_timestamp = case
@@ -249,7 +309,54 @@ def test_walk_v2_fast_path_agrees(case, compacted, limits):
     def walk(twin):
         return twin.walk_v2(
             data, 0, len(data), count, base_offset, base_timestamp, False, -1, 1005,
-            before_max, after_max, True, compacted, False,
+            before_max, after_max, True, compacted, want_canonical,
+        )  # fmt: skip
+
+    outcomes = [_outcome(lambda t=twin: walk(t)) for twin in TWINS]
+    assert outcomes[0] == outcomes[1]
+
+
+@st.composite
+def valid_long_batches(draw):
+    """Long, valid batches, canonical or made non-canonical in one record
+    (attributes set, an offset delta out of order, a varint padded)."""
+    n = draw(st.integers(10, 70))
+    headers = draw(st.sampled_from([(), (("h", b"v"),), (("k", None), ("", b"x" * 3))]))
+    records = [
+        SimpleRecord(
+            1000 + draw(st.integers(0, 9)), draw(st.binary(max_size=9)), b"v" * 20, headers
+        )
+        for _ in range(n)
+    ]
+    data = bytearray(build_v2_batch(records).buffer[v2.RECORDS_OFFSET :])
+    k = draw(st.integers(0, n - 1))
+    kind = draw(st.sampled_from(["none", "attributes", "delta", "padded"]))
+    if kind == "padded":
+        return bytes(_pad_one_varint(data, k, draw(st.integers(0, 6)))), n
+    pos = 0
+    for _ in range(k):
+        length, after = _scan_py.read_varint(data, pos, len(data))
+        pos = after + length
+    _, after = _scan_py.read_varint(data, pos, len(data))
+    if kind == "attributes":
+        data[after] = draw(st.integers(1, 255))
+    elif kind == "delta":
+        _, delta_at = _scan_py.read_varlong(data, after + 1, len(data))
+        if data[delta_at] < 0x80:
+            data[delta_at] = draw(st.integers(0, 0x7F))
+    return bytes(data), n
+
+
+@settings(max_examples=400, deadline=None)
+@given(valid_long_batches())
+def test_walk_v2_fast_path_canonical_agrees(case):
+    """The fast path tracks the canonical form as the checked loop does."""
+    data, n = case
+
+    def walk(twin):
+        return twin.walk_v2(
+            data, 0, len(data), n, 0, 1000, False, -1, 1005, LONG_MAX, LONG_MAX, True, False,
+            True,
         )  # fmt: skip
 
     outcomes = [_outcome(lambda t=twin: walk(t)) for twin in TWINS]
