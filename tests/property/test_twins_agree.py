@@ -233,7 +233,7 @@ def long_walks(draw):
         )
     )
     if kind == "padded":  # a valid record with one varint not in its shortest form
-        data = _pad_one_varint(data, draw(st.integers(0, n - 1)), draw(st.integers(0, 6)))
+        data = _pad_one_varint(data, draw(st.integers(0, n - 1)), draw(st.integers(0, 7)))
     elif kind in ("length", "attributes", "delta"):
         k, pos = draw(st.integers(0, n - 1)), 0
         for _ in range(k):
@@ -264,8 +264,9 @@ def long_walks(draw):
 def _pad_one_varint(data, k, which):
     """Record ``k`` of ``data`` with varint number ``which`` (timestamp delta,
     offset delta, key length, value length, header count, first header key
-    length, first header value length) written one byte longer than it needs
-    (a 0x80 continuation, then 0x00), and its length prefix grown to match."""
+    length, first header value length; 7: the length prefix) written one byte
+    longer than it needs (a 0x80 continuation, then 0x00), and its length
+    prefix grown to match."""
     pos = 0
     for _ in range(k):
         length, after = _scan_py.read_varint(data, pos, len(data))
@@ -284,6 +285,9 @@ def _pad_one_varint(data, k, which):
             break
     else:
         spots.append((p, _scan_py.read_varint(data, p, len(data))[1]))
+    if which == 7:  # the length prefix itself
+        prefix = bytes(data[pos:body])
+        return data[:pos] + prefix[:-1] + bytes([prefix[-1] | 0x80, 0]) + data[body:]
     if which >= len(spots):
         return data
     start, stop = spots[which]
@@ -332,7 +336,7 @@ def valid_long_batches(draw):
     k = draw(st.integers(0, n - 1))
     kind = draw(st.sampled_from(["none", "attributes", "delta", "padded"]))
     if kind == "padded":
-        return bytes(_pad_one_varint(data, k, draw(st.integers(0, 6)))), n
+        return bytes(_pad_one_varint(data, k, draw(st.integers(0, 7)))), n
     pos = 0
     for _ in range(k):
         length, after = _scan_py.read_varint(data, pos, len(data))
