@@ -4,6 +4,7 @@ the same result or the same exception type and message."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -232,23 +233,11 @@ def long_walks(draw):
             ]
         )
     )
-    if kind == "padded":  # a valid record with one varint not in its shortest form
-        data = _pad_one_varint(data, draw(st.integers(0, n - 1)), draw(st.integers(0, 7)))
-    elif kind in ("length", "attributes", "delta"):
-        k, pos = draw(st.integers(0, n - 1)), 0
-        for _ in range(k):
-            length, after = _scan_py.read_varint(data, pos, len(data))
-            pos = after + length
-        length, after = _scan_py.read_varint(data, pos, len(data))
-        if kind == "length":  # one record's length prefix off by a little, the rest intact
-            wrong = length + draw(st.sampled_from([-3, -1, 1, 2, 40]))
-            data[pos:after] = varint_bytes(wrong)
-        elif kind == "attributes":  # a valid record that is not in the canonical form
-            data[after] = draw(st.integers(1, 255))
-        else:  # another one-byte offset delta, same size: out of order, not canonical
-            _, delta_at = _scan_py.read_varlong(data, after + 1, len(data))
-            if data[delta_at] < 0x80:
-                data[delta_at] = draw(st.integers(0, 0x7F))
+    if kind in ("attributes", "delta", "padded"):  # valid, not in the canonical form
+        data = _non_canonical(draw, data, draw(st.integers(0, n - 1)), kind)
+    elif kind == "length":  # one record's length prefix off by a little, the rest intact
+        pos, length, body = _record_at(data, draw(st.integers(0, n - 1)))
+        data[pos:body] = varint_bytes(length + draw(st.sampled_from([-3, -1, 1, 2, 40])))
     elif data and kind != "none":
         i = draw(st.integers(0, len(data) - 1))
         if kind == "flip":
@@ -261,17 +250,40 @@ def long_walks(draw):
     return bytes(data), count, base_offset, base_timestamp
 
 
+def _record_at(data, k):
+    """Record ``k`` of the records section ``data``: where it starts, its
+    length prefix's value, where its body starts."""
+    pos = 0
+    for _ in range(k):
+        length, body = _scan_py.read_varint(data, pos, len(data))
+        pos = body + length
+    length, body = _scan_py.read_varint(data, pos, len(data))
+    return pos, length, body
+
+
+def _non_canonical(draw, data, k, kind):
+    """``data`` with record ``k`` still valid but no longer canonical: its
+    attributes set, its one-byte offset delta replaced (out of order), or one
+    of its varints padded."""
+    if kind == "padded":
+        return _pad_one_varint(data, k, draw(st.integers(0, 7)))
+    _, _, body = _record_at(data, k)
+    if kind == "attributes":
+        data[body] = draw(st.integers(1, 255))
+    else:
+        _, delta_at = _scan_py.read_varlong(data, body + 1, len(data))
+        if data[delta_at] < 0x80:
+            data[delta_at] = draw(st.integers(0, 0x7F))
+    return data
+
+
 def _pad_one_varint(data, k, which):
     """Record ``k`` of ``data`` with varint number ``which`` (timestamp delta,
     offset delta, key length, value length, header count, first header key
     length, first header value length; 7: the length prefix) written one byte
     longer than it needs (a 0x80 continuation, then 0x00), and its length
     prefix grown to match."""
-    pos = 0
-    for _ in range(k):
-        length, after = _scan_py.read_varint(data, pos, len(data))
-        pos = after + length
-    length, body = _scan_py.read_varint(data, pos, len(data))
+    pos, length, body = _record_at(data, k)
     p = body + 1  # attributes
     spots = []
     _, q = _scan_py.read_varlong(data, p, len(data))
@@ -333,21 +345,9 @@ def valid_long_batches(draw):
         for _ in range(n)
     ]
     data = bytearray(build_v2_batch(records).buffer[v2.RECORDS_OFFSET :])
-    k = draw(st.integers(0, n - 1))
     kind = draw(st.sampled_from(["none", "attributes", "delta", "padded"]))
-    if kind == "padded":
-        return bytes(_pad_one_varint(data, k, draw(st.integers(0, 7)))), n
-    pos = 0
-    for _ in range(k):
-        length, after = _scan_py.read_varint(data, pos, len(data))
-        pos = after + length
-    _, after = _scan_py.read_varint(data, pos, len(data))
-    if kind == "attributes":
-        data[after] = draw(st.integers(1, 255))
-    elif kind == "delta":
-        _, delta_at = _scan_py.read_varlong(data, after + 1, len(data))
-        if data[delta_at] < 0x80:
-            data[delta_at] = draw(st.integers(0, 0x7F))
+    if kind != "none":
+        data = _non_canonical(draw, data, draw(st.integers(0, n - 1)), kind)
     return bytes(data), n
 
 
@@ -364,4 +364,55 @@ def test_walk_v2_fast_path_canonical_agrees(case):
         )  # fmt: skip
 
     outcomes = [_outcome(lambda t=twin: walk(t)) for twin in TWINS]
+    assert outcomes[0] == outcomes[1]
+
+
+def _header_count_at(data, k):
+    """Where record ``k``'s header count is (records of ``_headers_batch``)."""
+    _, _, body = _record_at(data, k)
+    _, p = _scan_py.read_varlong(data, body + 1, len(data))  # timestamp delta
+    _, p = _scan_py.read_varint(data, p, len(data))  # offset delta
+    for _ in range(2):  # key, value
+        size, p = _scan_py.read_varint(data, p, len(data))
+        p += max(size, 0)
+    return p
+
+
+def _headers_batch():
+    records = [SimpleRecord(1000, b"k", b"v" * 20, (("h", b""),)) for _ in range(40)]
+    return bytearray(build_v2_batch(records).buffer[v2.RECORDS_OFFSET :])
+
+
+def _count_beyond_headers():
+    """Record 5 declares two headers and holds one, ending where the second
+    would start."""
+    data = _headers_batch()
+    data[_header_count_at(data, 5)] = 4  # zig-zag 2
+    return data
+
+
+def _header_without_value():
+    """Record 5's only header has a key and ends before its value's length."""
+    data = _headers_batch()
+    pos, length, body = _record_at(data, 5)
+    value_length_at = _header_count_at(data, 5) + 3  # count, key length, key "h"
+    del data[value_length_at]
+    data[pos:body] = varint_bytes(length - 1)
+    return data
+
+
+@pytest.mark.parametrize("make", [_count_beyond_headers, _header_without_value])
+def test_walk_v2_fast_path_hands_over_short_headers(make):
+    """A record whose headers stop at its end before the count is reached is
+    the checked loop's to refuse, not a record the fast path takes."""
+    data = bytes(make())
+
+    def walk(twin):
+        return twin.walk_v2(
+            data, 0, len(data), 40, 0, 1000, False, -1, 1005, LONG_MAX, LONG_MAX, True, False,
+            False,
+        )  # fmt: skip
+
+    outcomes = [_outcome(lambda t=twin: walk(t)) for twin in TWINS]
+    assert outcomes[0][0] == "raised"
     assert outcomes[0] == outcomes[1]
