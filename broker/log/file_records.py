@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from broker.errors import CorruptRecordError
+from broker.log import writeback
 from broker.log.appender import FileRecordsSlots
 from broker.records import entries
 from broker.records.batch import (
@@ -102,7 +103,7 @@ class FileRecords(FileRecordsSlots):
     """One segment's ``.log``: descriptor, logical size, appends and header walks."""
 
     # fd and _size are append state (FileRecordsSlots, broker.log.appender)
-    __slots__ = ("_closed", "path", "writable")
+    __slots__ = ("_closed", "_writeback_end", "path", "writable")
 
     def __init__(self, path: Path, fd: int, size: int, writable: bool = True) -> None:
         self.path = path
@@ -110,6 +111,8 @@ class FileRecords(FileRecordsSlots):
         self._size = size
         self.writable = writable
         self._closed = False
+        #: write-out was started for the bytes below this (start_writeback)
+        self._writeback_end = size
 
     @classmethod
     def open(
@@ -180,6 +183,7 @@ class FileRecords(FileRecordsSlots):
         if target_size < self.file_length():
             os.ftruncate(self.fd, target_size)
         self._size = target_size
+        self._writeback_end = min(self._writeback_end, target_size)
         return original - target_size
 
     def trim(self) -> None:
@@ -189,6 +193,17 @@ class FileRecords(FileRecordsSlots):
 
     def flush(self) -> None:
         os.fsync(self.fd)
+
+    def start_writeback(self) -> bool:
+        """Start write-out of the bytes appended since the last call, from the
+        page the last call ended in (``broker/log/writeback.py``); False when
+        nothing was appended since."""
+        size = self._size
+        if size <= self._writeback_end:
+            return False
+        start = writeback.page_floor(self._writeback_end)
+        self._writeback_end = size
+        return writeback.start_writeback(self.fd, start, size - start)
 
     # ---- reading -------------------------------------------------------------------
 

@@ -357,6 +357,15 @@ class LocalLog(LocalLogSlots):
 
     # ---- flushing ---------------------------------------------------------------------------
 
+    def start_writeback(self) -> bool:
+        """Owner thread: start write-out of the active segment's new bytes
+        without waiting (``broker/log/writeback.py``); a flush must still
+        follow for durability. Pages of a segment rolled since the last call
+        are left to that flush."""
+        if self._closed:
+            return False
+        return self.segments.active().log.start_writeback()
+
     def flush(self, offset: int, *, include_empty_active: bool = False) -> bool:
         """Make every offset < ``offset`` durable; returns True if it fsynced.
 

@@ -482,6 +482,12 @@ class UnifiedLog(UnifiedLogSlots):
         target = self._local.log_end_offset if offset is None else offset
         return self._local.flush(target, include_empty_active=include_empty_active)
 
+    def start_writeback(self) -> bool:
+        """Start write-out of what was appended, without waiting: an fsync that
+        follows (acks=all) then mostly waits for pages already on their way
+        (``broker/log/writeback.py``). Owner thread only."""
+        return self._local.start_writeback()
+
     def maybe_flush_after_roll(self) -> bool:
         """The flush Kafka schedules after a roll (everything below the new segment)."""
         pending = self.pending_roll_flush_offset

@@ -14,6 +14,13 @@ running one ends and covers everything asked for in the meantime::
 So under load each fsync is shared by every request that arrived during
 the previous one, and an idle broker pays one fsync per request.
 
+Each request also starts the write-out of its log's new pages when it asks
+(``UnifiedLog.start_writeback``, ``sync_file_range``, no waiting): the
+device writes them while the loop validates the next request and the
+running round ends, so the round that covers them mostly waits for the
+fast commit and the cache flush instead of writing the whole backlog
+(``broker/log/writeback.py`` has the measurement).
+
 The rounds run in one flusher thread of their own, which starts the next
 round itself the moment one ends and only hands the finished waiters to
 the event loop (``call_soon_threadsafe``). Chaining rounds through the
@@ -68,6 +75,9 @@ class GroupCommit:
         pending = [(lg, off) for lg, off in targets if lg.recovery_point < off]
         if not pending:
             return _durable_already()
+        for lg, _ in pending:
+            # the device starts on this request's pages now, not when its round begins
+            lg.start_writeback()
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[None] = loop.create_future()
         # consume the outcome even if the waiter timed out and left

@@ -29,6 +29,12 @@ class FakeLog:
         self.release.set()
         self.entered = threading.Event()
         self.fail: OSError | None = None
+        #: start_writeback calls, made on the event-loop thread
+        self.writebacks: list[str] = []
+
+    def start_writeback(self) -> bool:
+        self.writebacks.append(threading.current_thread().name)
+        return True
 
     def flush(self, offset: int) -> bool:
         self.asked.append(offset)
@@ -78,6 +84,23 @@ def test_a_durable_offset_needs_no_round(commit: GroupCommit) -> None:
 
     assert run(scenario()) is True
     assert commit.rounds == 0 and fake.asked == []
+
+
+def test_each_waiting_log_starts_its_writeback_when_asked(commit: GroupCommit) -> None:
+    waiting, durable = FakeLog(), FakeLog()
+    waiting.release.clear()  # the round cannot have started the write-out
+    durable.recovery_point = 10
+
+    async def scenario() -> bool:
+        pending = commit.wait_flushed([(as_log(waiting), 5), (as_log(durable), 10)], 5)
+        # asked for at once, on this (the loop's) thread, before the round runs
+        assert waiting.writebacks == [threading.current_thread().name]
+        waiting.release.set()
+        return await pending
+
+    assert run(scenario()) is True
+    assert durable.writebacks == []  # nothing to wait for, nothing to start
+    assert len(waiting.writebacks) == 1
 
 
 def test_requests_during_a_round_share_the_next_one(commit: GroupCommit) -> None:
