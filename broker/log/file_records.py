@@ -196,10 +196,11 @@ class FileRecords(FileRecordsSlots):
 
     def start_writeback(self) -> bool:
         """Start write-out of the bytes appended since the last call, from the
-        page the last call ended in (``broker/log/writeback.py``); False when
-        nothing was appended since."""
+        page the last call ended in, once there are at least
+        ``writeback.MIN_BYTES`` of them (``broker/log/writeback.py``); False
+        when there were fewer."""
         size = self._size
-        if size <= self._writeback_end:
+        if size - self._writeback_end < writeback.MIN_BYTES:
             return False
         start = writeback.page_floor(self._writeback_end)
         self._writeback_end = size

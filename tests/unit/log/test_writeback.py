@@ -43,21 +43,39 @@ def test_sync_file_range_starts_writeback_here(tmp_path: Path) -> None:
         os.close(fd)
 
 
-def test_each_call_starts_at_the_page_the_last_one_ended_in(
+def test_each_range_starts_at_the_page_the_last_one_ended_in(
     tmp_path: Path, started: list[tuple[int, int, int]]
 ) -> None:
     records = FileRecords.open(tmp_path / "0.log")
-    records.append(b"a" * (PAGE + 100))
+    first = writeback.MIN_BYTES + 100
+    records.append(b"a" * first)
     assert records.start_writeback() is True
-    assert started == [(records.fd, 0, PAGE + 100)]  # the partly filled page too
+    assert started == [(records.fd, 0, first)]  # the partly filled page too
     # nothing appended since: no call
     assert records.start_writeback() is False
-    assert len(started) == 1
     # the partly filled page again, with what the next appends put in it and after
     records.append(b"b" * 50)
-    records.append(b"c" * (2 * PAGE))
+    records.append(b"c" * writeback.MIN_BYTES)
     assert records.start_writeback() is True
-    assert started[-1] == (records.fd, PAGE, 2 * PAGE + 150)
+    tail = writeback.page_floor(first)
+    assert started[-1] == (records.fd, tail, first + 50 + writeback.MIN_BYTES - tail)
+    assert len(started) == 2
+    records.close()
+
+
+def test_small_appends_wait_until_enough_bytes_came(
+    tmp_path: Path, started: list[tuple[int, int, int]]
+) -> None:
+    records = FileRecords.open(tmp_path / "0.log")
+    small = 1000
+    appended = 0
+    while appended + small < writeback.MIN_BYTES:
+        records.append(b"s" * small)
+        appended += small
+        assert records.start_writeback() is False
+    records.append(b"s" * small)
+    assert records.start_writeback() is True
+    assert started == [(records.fd, 0, appended + small)]
     records.close()
 
 
@@ -65,12 +83,12 @@ def test_truncation_moves_the_next_range_back(
     tmp_path: Path, started: list[tuple[int, int, int]]
 ) -> None:
     records = FileRecords.open(tmp_path / "0.log")
-    records.append(b"a" * (3 * PAGE))
+    records.append(b"a" * (3 * writeback.MIN_BYTES))
     records.start_writeback()
     records.truncate_to(PAGE + 10)
-    records.append(b"b" * PAGE)  # size 2 * PAGE + 10: page 1 was written again
+    records.append(b"b" * writeback.MIN_BYTES)  # page 1 is written again
     assert records.start_writeback() is True
-    assert started[-1] == (records.fd, PAGE, PAGE + 10)
+    assert started[-1] == (records.fd, PAGE, writeback.MIN_BYTES + 10)
     records.close()
 
 
@@ -80,9 +98,9 @@ def test_an_existing_file_starts_at_its_last_page(
     (tmp_path / "0.log").write_bytes(b"a" * (2 * PAGE + 7))
     records = FileRecords.open(tmp_path / "0.log", file_already_exists=True)
     assert records.start_writeback() is False  # nothing appended yet
-    records.append(b"b" * PAGE)
+    records.append(b"b" * writeback.MIN_BYTES)
     records.start_writeback()
-    assert started == [(records.fd, 2 * PAGE, PAGE + 7)]
+    assert started == [(records.fd, 2 * PAGE, writeback.MIN_BYTES + 7)]
     records.close()
 
 
@@ -91,7 +109,7 @@ def test_bytes_written_around_a_started_writeback_read_back(tmp_path: Path) -> N
     records = FileRecords.open(tmp_path / "0.log")
     expected = bytearray()
     for i in range(40):
-        chunk = bytes([i]) * (PAGE // 3 + i)
+        chunk = bytes([i]) * (writeback.MIN_BYTES // 3 + i)
         records.append(chunk)
         expected += chunk
         records.start_writeback()
@@ -104,8 +122,12 @@ def test_the_log_starts_writeback_of_its_active_segment(
     tmp_path: Path, started: list[tuple[int, int, int]]
 ) -> None:
     # a segment holds one of these batches: every append after the first rolls
-    value = b"v" * (2 * PAGE)
-    log = UnifiedLog.open(tmp_path / "t-0", TopicConfig(segment_bytes=3 * PAGE), time_ms=MockTime())
+    value = b"v" * writeback.MIN_BYTES
+    log = UnifiedLog.open(
+        tmp_path / "t-0",
+        TopicConfig(segment_bytes=writeback.MIN_BYTES + 3 * PAGE),
+        time_ms=MockTime(),
+    )
     log.append(v2_batch(0, [value]))
     assert log.start_writeback() is True
     first = log.active_segment
