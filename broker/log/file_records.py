@@ -23,6 +23,7 @@ from typing import NamedTuple
 from broker.errors import CorruptRecordError
 from broker.log import writeback
 from broker.log.appender import FileRecordsSlots
+from broker.log.index import round_down_to_exact_multiple
 from broker.records import entries
 from broker.records.batch import (
     HEADER_SIZE_UP_TO_MAGIC,
@@ -202,7 +203,7 @@ class FileRecords(FileRecordsSlots):
         size = self._size
         if size - self._writeback_end < writeback.MIN_BYTES:
             return False
-        start = writeback.page_floor(self._writeback_end)
+        start = round_down_to_exact_multiple(self._writeback_end, writeback.PAGE_SIZE)
         self._writeback_end = size
         return writeback.start_writeback(self.fd, start, size - start)
 

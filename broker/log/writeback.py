@@ -70,11 +70,6 @@ _sync_file_range = _load()
 AVAILABLE = _sync_file_range is not None
 
 
-def page_floor(position: int) -> int:
-    """``position`` rounded down to a page boundary."""
-    return position - position % PAGE_SIZE
-
-
 def start_writeback(fd: int, offset: int, nbytes: int) -> bool:
     """Submit the dirty pages of ``[offset, offset + nbytes)`` of ``fd`` for
     write-out and return at once; False where that is not possible.

@@ -11,6 +11,7 @@ import pytest
 from broker.config import TopicConfig
 from broker.log import writeback
 from broker.log.file_records import FileRecords
+from broker.log.index import round_down_to_exact_multiple
 from broker.log.unified_log import UnifiedLog
 from tests.unit.log.batches import v2_batch
 from tests.unit.log.helpers import MockTime
@@ -57,7 +58,7 @@ def test_each_range_starts_at_the_page_the_last_one_ended_in(
     records.append(b"b" * 50)
     records.append(b"c" * writeback.MIN_BYTES)
     assert records.start_writeback() is True
-    tail = writeback.page_floor(first)
+    tail = round_down_to_exact_multiple(first, PAGE)
     assert started[-1] == (records.fd, tail, first + 50 + writeback.MIN_BYTES - tail)
     assert len(started) == 2
     records.close()
