@@ -181,7 +181,7 @@ def _one_size(report: Report, size: int) -> None:
     def crc_and_walk() -> None:
         crc32c(view[21:])
         scan.walk_v2(plain, RECORDS_OFFSET, len(plain), h.records_count, 0, h.base_timestamp,
-                     False, -1, NOW, LONG_MAX, LONG_MAX, True, False, False)  # fmt: skip
+                     False, -1, NOW, LONG_MAX, LONG_MAX, True, False, False, 0)  # fmt: skip
 
     t_ours, t_base = _paired(
         _validate(bytearray(plain), TopicConfig(**CONFIG_BIG), 9), crc_and_walk, repeat=repeat

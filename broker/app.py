@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import logging
 import os
 import signal
@@ -46,6 +47,7 @@ from broker.server.file_region import write_file_region
 from broker.server.group_commit import GroupCommit
 from broker.server.http import OpsEndpoint
 from broker.server.listener import advertised_host, parse_listeners, start_listener
+from broker.validator import ValidationResult
 
 log = logging.getLogger("broker")
 
@@ -92,6 +94,8 @@ class BrokerApp:
         self._server: asyncio.AbstractServer | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
+        self._offload_pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self.replica_manager: ReplicaManager | None = None
 
     # ---- start ----------------------------------------------------------------------------
 
@@ -100,8 +104,21 @@ class BrokerApp:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self.log_manager.startup)
         self.metrics.log_provider = self._log_samples
-        replica_manager = ReplicaManager(
-            self.log_manager, recorder=self.meters.validator_recorder, time_ms=wall_ms
+        # produce validations too costly for the event loop (broker/partition/partition.py)
+        self._offload_pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=int(cfg.get("produce.offload.threads")), thread_name_prefix="validate"
+        )
+        pool = self._offload_pool
+
+        def offload(fn: Callable[[], ValidationResult]) -> Awaitable[ValidationResult]:
+            return loop.run_in_executor(pool, fn)
+
+        self.replica_manager = replica_manager = ReplicaManager(
+            self.log_manager,
+            recorder=self.meters.validator_recorder,
+            time_ms=wall_ms,
+            offload=offload,
+            inline_budget=int(cfg.get("produce.inline.max.cost")),
         )
         floor = max(
             (
@@ -278,7 +295,12 @@ class BrokerApp:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.replica_manager is not None:
+            # appends queued on worker threads finish (or fail) before the logs close
+            await self.replica_manager.wait_queued_appends()
         self.group_commit.close()
+        if self._offload_pool is not None:
+            self._offload_pool.shutdown(wait=True)
         await asyncio.get_running_loop().run_in_executor(None, self.log_manager.shutdown)
         await self.ops.stop()
         log.info("shut down cleanly")

@@ -683,6 +683,32 @@ BROKER_KEYS: dict[str, ConfigKey] = {
             in_range(1),
         ),
         ConfigKey(
+            "produce.inline.max.ms",
+            ConfigType.LONG,
+            5,
+            "How long one produce request may validate on the event loop; its later"
+            " partitions are validated on a worker thread (this broker's; Kafka has a pool"
+            " of request handler threads).",
+            in_range(0),
+        ),
+        ConfigKey(
+            "produce.inline.max.cost",
+            ConfigType.LONG,
+            2_097_152,
+            "Cost (about ns: a byte walked 1, inflated 1-4, compressed 2-64) one partition's"
+            " validation may have on the event loop; a costlier one (a batch that inflates to"
+            " megabytes, a recompression) runs on a worker thread (this broker's).",
+            in_range(0),
+        ),
+        ConfigKey(
+            "produce.offload.threads",
+            ConfigType.INT,
+            2,
+            "Worker threads that validate the produce work too costly for the event loop"
+            " (the codecs and compiled walks release the GIL there).",
+            in_range(1),
+        ),
+        ConfigKey(
             "acks.all.fsync",
             ConfigType.BOOLEAN,
             True,

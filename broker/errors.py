@@ -191,13 +191,17 @@ class RecordValidationError(KafkaError):
 
     ``cause`` is an :class:`InvalidTimestampError` or :class:`InvalidRecordError`;
     the response takes its code and message, and ``record_errors`` goes into
-    ``ProduceResponse.record_errors`` (v8+).
+    ``ProduceResponse.record_errors`` (v8+). ``total`` is the number of failed
+    records, of which ``record_errors`` may list only the first.
     """
 
-    def __init__(self, cause: KafkaError, record_errors: list[RecordError]) -> None:
+    def __init__(
+        self, cause: KafkaError, record_errors: list[RecordError], *, total: int | None = None
+    ) -> None:
         super().__init__(str(cause))
         self.cause = cause
         self.record_errors = record_errors
+        self.total = len(record_errors) if total is None else total
 
     @property
     def code(self) -> ErrorCode:

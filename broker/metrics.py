@@ -111,8 +111,8 @@ class ValidatorRecorder:
         self._offset = metrics.invalid_offset_or_sequence_records
         self._no_key = metrics.no_key_compacted_topic_records
 
-    def record_invalid_magic(self) -> None:
-        self._magic.inc()
+    def record_invalid_magic(self, count: int = 1) -> None:
+        self._magic.inc(count)
 
     def record_invalid_offset(self) -> None:
         self._offset.inc()
@@ -123,8 +123,8 @@ class ValidatorRecorder:
     def record_invalid_checksums(self) -> None:
         self._crc.inc()
 
-    def record_no_key_compacted_topic(self) -> None:
-        self._no_key.inc()
+    def record_no_key_compacted_topic(self, count: int = 1) -> None:
+        self._no_key.inc(count)
 
 
 class FlushRecorder:
@@ -581,7 +581,7 @@ _NOOP = _NoOp()
 
 
 class _NullRecorder:
-    def record_invalid_magic(self) -> None:
+    def record_invalid_magic(self, count: int = 1) -> None:
         pass
 
     def record_invalid_offset(self) -> None:
@@ -593,7 +593,7 @@ class _NullRecorder:
     def record_invalid_checksums(self) -> None:
         pass
 
-    def record_no_key_compacted_topic(self) -> None:
+    def record_no_key_compacted_topic(self, count: int = 1) -> None:
         pass
 
     def record_flush(self, seconds: float) -> None:

@@ -13,6 +13,13 @@ reference §4.1-§4.3):
   only from v7) -> its code; these partitions do not touch the topic meters.
   Then TotalProduceRequests is marked and the partition appends (validate
   then append, nothing awaited in between; ``broker/partition/partition.py``).
+- One request may hold the event loop for at most ``produce.inline.max.ms``:
+  partitions after that, and any whose validation would exceed
+  ``produce.inline.max.cost`` (a batch that inflates to megabytes, a
+  recompression), are validated on a worker thread, queued on their
+  partition so that appends keep the order of arrival; the response is sent
+  when every partition is done (the meters and the error mapping are the
+  same either way).
 - Error mapping and meters of ``appendToLocalLog``: unknown partition,
   MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, CORRUPT_MESSAGE and
   KAFKA_STORAGE_ERROR are answered with log_start_offset -1 and do not mark
@@ -47,8 +54,12 @@ Version notes:
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
+from typing import cast
 
 from broker.errors import (
     ErrorCode,
@@ -57,9 +68,9 @@ from broker.errors import (
     RecordValidationError,
 )
 from broker.handlers.base import Reply, RequestHandler
-from broker.handlers.context import RequestContext, TopicMeters
+from broker.handlers.context import BrokerContext, RequestContext, TopicMeters
 from broker.log.unified_log import UnifiedLog
-from broker.partition.partition import Partition
+from broker.partition.partition import AppendOutcome, Partition
 from broker.protocol.data import Data
 from broker.protocol.messages import ProduceResponse
 from broker.records.batch import TRANSACTIONAL_FLAG_MASK
@@ -80,6 +91,43 @@ _PLAIN_ERRORS = frozenset(
     }
 )
 _ATTRIBUTES_OFFSET = 21
+#: record errors one produce response lists in all (each partition lists at most
+#: MAX_LISTED_RECORD_ERRORS); later partitions list none and say so
+#: (docs/deviations.md, "Record errors are capped")
+MAX_RESPONSE_RECORD_ERRORS = 1000
+
+
+class _ErrorListing:
+    """What is left of one response's record error budget."""
+
+    __slots__ = ("left",)
+
+    def __init__(self) -> None:
+        self.left = MAX_RESPONSE_RECORD_ERRORS
+
+    def take(self, exc: RecordValidationError) -> tuple[list[Data], str]:
+        """The record_errors and error_message of a partition's response."""
+        listed = exc.record_errors[: self.left]
+        self.left -= len(listed)
+        message = str(exc)
+        if len(listed) < len(exc.record_errors):
+            reason = (
+                "invalid timestamp"
+                if exc.code == ErrorCode.INVALID_TIMESTAMP
+                else f"{exc.total} record errors in total"
+            )
+            message = (
+                f"One or more records have been rejected due to {reason} ({exc.total} record "
+                f"errors, {len(listed)} listed: the response already lists "
+                f"{MAX_RESPONSE_RECORD_ERRORS - self.left - len(listed)} of at most "
+                f"{MAX_RESPONSE_RECORD_ERRORS})"
+            )
+        return [
+            ProduceResponse.BatchIndexAndErrorMessage(
+                batch_index=e.batch_index, batch_index_error_message=e.message
+            )
+            for e in listed
+        ], message
 
 
 def _first_batch_transactional(records: memoryview) -> bool:
@@ -94,10 +142,27 @@ def _first_batch_transactional(records: memoryview) -> bool:
     return bool(records[first.position + _ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_FLAG_MASK)
 
 
+@dataclass(slots=True)
+class _Queued:
+    """A partition whose append was queued (validated on a worker thread)."""
+
+    responses: list[Data | None]
+    slot: int
+    partition: Partition
+    size: int
+    tmeters: TopicMeters
+    job: asyncio.Future[AppendOutcome]
+
+
 class ProduceHandler(RequestHandler):
     API_KEY = 0
     MIN_VERSION = 0
     MAX_VERSION = 11
+
+    def __init__(self, broker: BrokerContext) -> None:
+        super().__init__(broker)
+        #: how long one request may validate on the event loop (produce.inline.max.ms)
+        self._inline_ns = int(broker.config.get("produce.inline.max.ms")) * 1_000_000
 
     def handle(self, ctx: RequestContext, request: Data) -> Reply:
         version = ctx.header.api_version
@@ -124,15 +189,18 @@ class ProduceHandler(RequestHandler):
 
         rm = self.broker.replica_manager
         meters = self.broker.meters
-        conn = ctx.connection
         durable: list[tuple[UnifiedLog, int, Data]] = []
+        listing = _ErrorListing()
+        queued: list[_Queued] = []
         min_isr_check = acks == -1
         any_error = False
         topics = []
+        # partitions after this moment are validated on a worker thread
+        inline_until = time.perf_counter_ns() + self._inline_ns
         for td in request.topic_data:
             name = td.name
             tmeters: TopicMeters | None = None
-            responses = []
+            responses: list[Data | None] = []
             for pd in td.partition_data:
                 partition = rm.get_partition(name, pd.index)
                 records = pd.records
@@ -157,7 +225,7 @@ class ProduceHandler(RequestHandler):
                     else:
                         if tmeters is None:
                             tmeters = meters.topic(name)
-                        resp = self._append(
+                        got = self._append(
                             ctx,
                             partition,
                             records,
@@ -165,14 +233,46 @@ class ProduceHandler(RequestHandler):
                             tmeters=tmeters,
                             min_isr_check=min_isr_check,
                             durable=durable,
+                            listing=listing,
+                            inline=time.perf_counter_ns() < inline_until,
                         )
+                        if isinstance(got, asyncio.Future):
+                            queued.append(
+                                _Queued(responses, len(responses), partition, records.nbytes,
+                                        tmeters, got)
+                            )  # fmt: skip
+                            responses.append(None)  # its response once the append is done
+                            continue
+                        resp = got
                 any_error = any_error or resp.error_code != ErrorCode.NONE
                 responses.append(resp)
             topics.append(
                 ProduceResponse.TopicProduceResponse(name=name, partition_responses=responses)
             )
         response = ProduceResponse(responses=topics)
+        if queued:
+            return self._after_queued(
+                ctx,
+                request,
+                response,
+                queued=queued,
+                durable=durable,
+                listing=listing,
+                any_error=any_error,
+            )
+        return self._answer(ctx, request, response, durable, any_error)
 
+    def _answer(
+        self,
+        ctx: RequestContext,
+        request: Data,
+        response: Data,
+        durable: list[tuple[UnifiedLog, int, Data]],
+        any_error: bool,
+    ) -> Reply:
+        """Once every partition is appended: acks 0 / 1 / all."""
+        acks = request.acks
+        conn = ctx.connection
         if acks == 0:
             if any_error:
                 # Kafka closes the connection so that an acks=0 client learns of failures
@@ -197,7 +297,9 @@ class ProduceHandler(RequestHandler):
         tmeters: TopicMeters,
         min_isr_check: bool,
         durable: list[tuple[UnifiedLog, int, Data]],
-    ) -> Data:
+        listing: _ErrorListing,
+        inline: bool,
+    ) -> Data | asyncio.Future[AppendOutcome]:
         tmeters.produce_requests.inc()
         size = records.nbytes
         log_ = partition.log
@@ -219,26 +321,46 @@ class ProduceHandler(RequestHandler):
                     if version >= 8
                     else None,
                 )
-            outcome = partition.append_records_as_leader(records, version)
-        except RecordValidationError as exc:
-            log.debug("produce to %s rejected: %s %s", partition, exc, exc.record_errors)
+            got = partition.append(records, version, inline=inline)
+        except Exception as exc:
+            return self._failed(
+                ctx, partition, size=size, version=version, tmeters=tmeters, listing=listing,
+                exc=exc,
+            )  # fmt: skip
+        if isinstance(got, asyncio.Future):
+            return got
+        return self._appended(
+            ctx, partition, size=size, tmeters=tmeters, durable=durable, outcome=got
+        )
+
+    def _failed(
+        self,
+        ctx: RequestContext,
+        partition: Partition,
+        *,
+        size: int,
+        version: int,
+        tmeters: TopicMeters,
+        listing: _ErrorListing,
+        exc: BaseException,
+    ) -> Data:
+        """A partition's response and meters for an append that raised."""
+        log_ = partition.log
+        if isinstance(exc, RecordValidationError):
+            log.debug("produce to %s rejected: %s", partition, exc)
             tmeters.failed_produce_requests.inc()
             ctx.count_error(exc.code)
+            listed, message = listing.take(exc)
             return ProduceResponse.PartitionProduceResponse(
                 index=partition.partition,
                 error_code=exc.code,
                 base_offset=-1,
                 log_append_time_ms=-1,
                 log_start_offset=log_.log_start_offset,
-                record_errors=[
-                    ProduceResponse.BatchIndexAndErrorMessage(
-                        batch_index=e.batch_index, batch_index_error_message=e.message
-                    )
-                    for e in exc.record_errors
-                ],
-                error_message=str(exc),
+                record_errors=listed,
+                error_message=message,
             )
-        except KafkaError as exc:
+        if isinstance(exc, KafkaError):
             code = exc.code
             log.debug("produce to %s failed: %s: %s", partition, code.name, exc)
             if isinstance(exc, RecordTooLargeError):
@@ -255,20 +377,35 @@ class ProduceHandler(RequestHandler):
                 log_start_offset=log_.log_start_offset,
                 error_message=str(exc) if version >= 8 else None,
             )
-        except Exception:
-            log.exception(
-                "unexpected error appending to %s-%d", partition.topic, partition.partition
-            )
-            tmeters.failed_produce_requests.inc()
-            ctx.count_error(ErrorCode.UNKNOWN_SERVER_ERROR)
-            return ProduceResponse.PartitionProduceResponse(
-                index=partition.partition,
-                error_code=ErrorCode.UNKNOWN_SERVER_ERROR,
-                base_offset=-1,
-                log_append_time_ms=-1,
-                log_start_offset=log_.log_start_offset,
-            )
+        # a bug of ours: logged with its traceback, answered UNKNOWN_SERVER_ERROR
+        log.error(
+            "unexpected error appending to %s-%d",
+            partition.topic,
+            partition.partition,
+            exc_info=exc,
+        )
+        tmeters.failed_produce_requests.inc()
+        ctx.count_error(ErrorCode.UNKNOWN_SERVER_ERROR)
+        return ProduceResponse.PartitionProduceResponse(
+            index=partition.partition,
+            error_code=ErrorCode.UNKNOWN_SERVER_ERROR,
+            base_offset=-1,
+            log_append_time_ms=-1,
+            log_start_offset=log_.log_start_offset,
+        )
 
+    def _appended(
+        self,
+        ctx: RequestContext,
+        partition: Partition,
+        *,
+        size: int,
+        tmeters: TopicMeters,
+        durable: list[tuple[UnifiedLog, int, Data]],
+        outcome: AppendOutcome,
+    ) -> Data:
+        """A partition's response and meters for a successful append."""
+        log_ = partition.log
         ctx.count_error(ErrorCode.NONE)
         stats = outcome.stats
         if outcome.num_records > 0:
@@ -333,6 +470,44 @@ class ProduceHandler(RequestHandler):
             ctx.connection.close()
             return None
         return response
+
+    # ---- appends queued on worker threads ---------------------------------------------------
+
+    async def _after_queued(
+        self,
+        ctx: RequestContext,
+        request: Data,
+        response: Data,
+        *,
+        queued: list[_Queued],
+        durable: list[tuple[UnifiedLog, int, Data]],
+        listing: _ErrorListing,
+        any_error: bool,
+    ) -> Data | None:
+        """Wait for the queued partitions (in request order), fill in their
+        responses, then answer as :meth:`_answer` does."""
+        version = ctx.header.api_version
+        for q in queued:
+            # shielded: a connection that goes away does not cancel an append
+            # other requests of the partition are queued behind
+            try:
+                outcome = await asyncio.shield(q.job)
+            except Exception as exc:
+                resp = self._failed(
+                    ctx, q.partition, size=q.size, version=version, tmeters=q.tmeters,
+                    listing=listing, exc=exc,
+                )  # fmt: skip
+            else:
+                resp = self._appended(
+                    ctx, q.partition, size=q.size, tmeters=q.tmeters, durable=durable,
+                    outcome=outcome,
+                )  # fmt: skip
+            q.responses[q.slot] = resp
+            any_error = any_error or resp.error_code != ErrorCode.NONE
+        reply = self._answer(ctx, request, response, durable, any_error)
+        if reply is None or isinstance(reply, Data):
+            return reply
+        return await cast(Awaitable[Data | None], reply)
 
     # ---- acks=all --------------------------------------------------------------------------
 

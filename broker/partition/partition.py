@@ -11,6 +11,22 @@ Nothing in between awaits or yields to the event loop, so offsets are
 assigned exactly once and in the order requests arrived: the next offset
 the validator is given is the LEO the log commits at.
 
+Appends that do not run inline (:meth:`Partition.append`): a validation that
+would cost more than its inline budget (``validator/inline.py``: a batch that
+inflates to megabytes, a recompression) or that the request's handler defers
+(its time on the loop is used up) runs on a worker thread instead. Such an
+append is queued on the partition: it starts when every append queued before
+it has finished, reads the LEO then, validates on the worker (the log is not
+touched there: the validator works on the request's bytes only) and appends
+back on the event loop. While anything is queued, later appends to the
+partition queue behind it, also ones that would fit inline, so the order of
+appends per partition stays the order in which requests arrived::
+
+    inline:  [validate -> append]                          one loop step
+    queued:  wait for the partition's previous queued append
+             -> validate on a worker thread (loop serves others)
+             -> append on the loop                         one loop step
+
 This broker is the only replica: the partition leader epoch is fixed (0,
 what a KRaft cluster gives a new partition) and the high watermark is the
 log end offset.
@@ -18,17 +34,37 @@ log end offset.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Callable
-from typing import NamedTuple, cast
+import functools
+from collections.abc import Awaitable, Callable
+from typing import NamedTuple, TypeVar, cast
 
+from broker.errors import UnknownTopicOrPartitionError
 from broker.log.unified_log import UnifiedLog
 from broker.partition.producer_append import check_producer_batches
 from broker.records.stats import EMPTY_STATS
-from broker.validator import MetricsRecorder, RecordValidationStats, validate_records
+from broker.validator import (
+    DeferredRecorder,
+    MetricsRecorder,
+    OffloadRequired,
+    RecordValidationStats,
+    ValidationResult,
+    validate_records,
+)
 
 #: the leader epoch of every partition (one broker, never re-elected)
 LEADER_EPOCH = 0
+
+T = TypeVar("T")
+#: runs a function on a worker thread; the app passes ``loop.run_in_executor``
+#: with its validation pool
+Offload = Callable[[Callable[[], T]], Awaitable[T]]
+
+
+async def run_here(fn: Callable[[], T]) -> T:
+    """An :data:`Offload` that runs ``fn`` on the event loop itself (tools, tests)."""
+    return fn()
 
 
 class AppendOutcome(NamedTuple):
@@ -59,6 +95,8 @@ class Partition:
         recorder: MetricsRecorder,
         time_ms: Callable[[], int],
         max_decompressed_bytes: int | None = None,
+        offload: Offload[ValidationResult] = run_here,
+        inline_budget: int | None = None,
     ) -> None:
         self.topic = topic
         self.partition = partition
@@ -67,6 +105,12 @@ class Partition:
         self._recorder = recorder
         self._time_ms = time_ms
         self._max_decompressed_bytes = max_decompressed_bytes
+        self._offload = offload
+        self._inline_budget = inline_budget
+        #: the last queued append (None: nothing queued, appends may run inline)
+        self._queue_tail: asyncio.Future[AppendOutcome] | None = None
+        #: set when the partition's topic is deleted (queued appends then fail)
+        self.removed = False
         self._name = f"{topic}-{partition}"
         #: one-shot callbacks run after the next successful append (long-poll fetches)
         self._append_listeners: list[Callable[[], None]] = []
@@ -101,12 +145,84 @@ class Partition:
     # ---- append -----------------------------------------------------------------------------
 
     def append_records_as_leader(self, records: memoryview, produce_version: int) -> AppendOutcome:
-        """Validate and append ``records`` (a writable view into the request).
+        """Validate and append ``records`` (a writable view into the request)
+        on the caller's thread, whatever it costs (tools and tests; the
+        produce handler uses :meth:`append`).
 
         Raises the ``broker.errors`` exception of the first failing step.
         """
+        return self._append_validated(self._validation(records, produce_version, None, None)())
+
+    def append(
+        self, records: memoryview, produce_version: int, *, inline: bool = True
+    ) -> AppendOutcome | asyncio.Future[AppendOutcome]:
+        """Validate and append ``records``: at once when nothing is queued on
+        the partition, ``inline`` is true and the validation fits the inline
+        budget; else queued (see the module docstring), and the future's
+        result (or exception) is the append's. Raises or fails with the
+        ``broker.errors`` exception of the first failing step."""
+        if inline and self._queue_tail is None:
+            try:
+                result = self._validation(records, produce_version, None, self._inline_budget)()
+            except OffloadRequired:
+                pass
+            else:
+                return self._append_validated(result)
+        previous = self._queue_tail
+        queued = asyncio.ensure_future(self._append_queued(records, produce_version, previous))
+        self._queue_tail = queued
+        queued.add_done_callback(self._queued_done)
+        return queued
+
+    @property
+    def queued_append(self) -> asyncio.Future[AppendOutcome] | None:
+        """The last append queued on the partition, None when nothing is queued."""
+        return self._queue_tail
+
+    def _queued_done(self, queued: asyncio.Future[AppendOutcome]) -> None:
+        if self._queue_tail is queued:
+            self._queue_tail = None
+        if not queued.cancelled():
+            queued.exception()  # the handler reports it; never "exception never retrieved"
+
+    async def _append_queued(
+        self,
+        records: memoryview,
+        produce_version: int,
+        previous: asyncio.Future[AppendOutcome] | None,
+    ) -> AppendOutcome:
+        if previous is not None:
+            # its outcome is its own request's; only its end matters here
+            await asyncio.wait((previous,))
+        self._check_not_removed()
+        deferred = DeferredRecorder()
+        try:
+            result = await self._offload(self._validation(records, produce_version, deferred, None))
+        finally:
+            deferred.replay(self._recorder)
+        self._check_not_removed()
+        return self._append_validated(result)
+
+    def _check_not_removed(self) -> None:
+        if self.removed:
+            raise UnknownTopicOrPartitionError(
+                f"This server does not host this topic-partition: {self._name}"
+            )
+
+    def _validation(
+        self,
+        records: memoryview,
+        produce_version: int,
+        recorder: MetricsRecorder | None,
+        inline_budget: int | None,
+    ) -> Callable[[], ValidationResult]:
+        """The validator call with the partition's settings, read now on the
+        event loop (the call itself may run on a worker thread): the next
+        offset is the LEO now, and nothing may append to the log until this
+        call's result is appended."""
         log = self.log
-        result = validate_records(
+        return functools.partial(
+            validate_records,
             records,
             topic=self.topic,
             partition=self.partition,
@@ -115,9 +231,14 @@ class Partition:
             partition_leader_epoch=self.leader_epoch,
             now_ms=self._time_ms(),
             produce_version=produce_version,
-            recorder=self._recorder,
+            recorder=self._recorder if recorder is None else recorder,
             max_decompressed_bytes=self._max_decompressed_bytes,
+            inline_budget=inline_budget,
         )
+
+    def _append_validated(self, result: ValidationResult) -> AppendOutcome:
+        """The log side of an append (event loop only)."""
+        log = self.log
         if result.valid_bytes == 0:
             # nothing but a partial batch: Kafka appends nothing and answers with
             # LogAppendInfo.UNKNOWN_LOG_APPEND_INFO (offsets -1, error NONE)

@@ -12,6 +12,7 @@ Used from the event loop thread only.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable, Mapping
 
@@ -24,8 +25,8 @@ from broker.errors import (
 from broker.log.files import TopicPartition
 from broker.log.manager import LogManager
 from broker.log.unified_log import UnifiedLog
-from broker.partition.partition import Partition
-from broker.validator import MetricsRecorder
+from broker.partition.partition import Offload, Partition, run_here
+from broker.validator import MetricsRecorder, ValidationResult
 
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -63,11 +64,15 @@ class ReplicaManager:
         recorder: MetricsRecorder,
         time_ms: Callable[[], int],
         max_decompressed_bytes: int | None = None,
+        offload: Offload[ValidationResult] = run_here,
+        inline_budget: int | None = None,
     ) -> None:
         self.log_manager = log_manager
         self._recorder = recorder
         self._time_ms = time_ms
         self._max_decompressed_bytes = max_decompressed_bytes
+        self._offload = offload
+        self._inline_budget = inline_budget
         self._partitions: dict[tuple[str, int], Partition] = {}
         self._topics: dict[str, int] = {}
         for log in log_manager.all_logs():
@@ -82,6 +87,8 @@ class ReplicaManager:
             recorder=self._recorder,
             time_ms=self._time_ms,
             max_decompressed_bytes=self._max_decompressed_bytes,
+            offload=self._offload,
+            inline_budget=self._inline_budget,
         )
 
     def _add(self, partition: Partition) -> None:
@@ -115,6 +122,11 @@ class ReplicaManager:
         return [
             self._partitions[(topic, p)] for p in range(count) if (topic, p) in self._partitions
         ]
+
+    async def wait_queued_appends(self) -> None:
+        """Until no partition has an append queued on a worker thread (shutdown)."""
+        while tails := [p.queued_append for p in self._partitions.values() if p.queued_append]:
+            await asyncio.wait(tails)
 
     # ---- topic management ---------------------------------------------------------------------
 
@@ -165,5 +177,6 @@ class ReplicaManager:
             raise UnknownTopicOrPartitionError(f"Topic {topic} does not exist")
         self.log_manager.delete_topic(topic)
         for key in [k for k in self._partitions if k[0] == topic]:
-            del self._partitions[key]
+            # appends still queued on it fail instead of writing to a deleted log
+            self._partitions.pop(key).removed = True
         del self._topics[topic]

@@ -21,7 +21,7 @@ from crc32c import crc32c as _crc32c
 from broker.errors import CorruptRecordError, InvalidRecordError
 
 from libc.stdint cimport INT64_MAX, int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 from cpython.bytearray cimport PyByteArray_FromStringAndSize
 
 cdef extern from *:
@@ -39,6 +39,7 @@ DEF ERR_NO_KEY = 2
 DEF ERR_TS_RANGE = 3
 DEF ERR_TS_TYPE = 4
 DEF ERR_CORRUPT = 5
+DEF ERROR_KINDS = 6
 
 DEF FAIL_NONE = 0
 DEF FAIL_SIZE = 1
@@ -802,10 +803,14 @@ cdef Py_ssize_t _walk_fast(_CanonMode mode, const uint8_t* b, Py_ssize_t pos, Py
 
 
 
+cdef tuple _counts_tuple(const int64_t* counts):
+    return tuple([counts[i] for i in range(ERROR_KINDS)])
+
+
 def walk_v2(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t count,
             int64_t base_offset, int64_t base_timestamp, bint lat_batch,
             int64_t batch_max_timestamp, int64_t now, int64_t before_max, int64_t after_max,
-            bint create_time, bint compacted, bint want_canonical):
+            bint create_time, bint compacted, bint want_canonical, Py_ssize_t error_limit):
     cdef const uint8_t* b = _ptr(buf)
     cdef int64_t max_ts = -1
     cdef int64_t min_ts = INT64_MAX
@@ -813,164 +818,199 @@ def walk_v2(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t coun
     # the canonical-form tracking costs ~20% of the walk: only when asked
     cdef bint canonical = want_canonical and not lat_batch
     cdef list errors = None
+    # every record error is counted by its code; only the first error_limit are listed
+    cdef int64_t counts[ERROR_KINDS]
+    cdef Py_ssize_t listed = 0
+    cdef bint any_error = False
     cdef int64_t index, h, headers, body, key_len, value_len, hk, hv, ts, ts_delta, offset_delta
     cdef int64_t offset
     cdef Py_ssize_t p, q, rec_end, body_start, record_pos
     cdef int code
+    memset(counts, 0, sizeof(counts))
     if count < 0:
         raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch")
     if count == 0:
-        return max_ts, min_ts, consecutive, canonical, errors
+        return max_ts, min_ts, consecutive, canonical, errors, None
     if end > buf.shape[0]:
         end = buf.shape[0]
     # the fast path gives up after a few calls that took nothing (a batch whose
     # records all need the checked loop pays for no more than that)
     cdef int fast_misses = FAST_GIVE_UP if lat_batch else 0
     cdef int64_t before_fast
-    index = 0
-    while index < count:
-        if fast_misses < FAST_GIVE_UP:
-            before_fast = index
-            if canonical:
-                pos = _walk_fast(<int8_t>0, b, pos, end, count, &index, base_offset,
-                                 base_timestamp, now, before_max, after_max, create_time,
-                                 compacted, &max_ts, &min_ts, &consecutive, &canonical)
-            else:
-                pos = _walk_fast(<int16_t>0, b, pos, end, count, &index, base_offset,
-                                 base_timestamp, now, before_max, after_max, create_time,
-                                 compacted, &max_ts, &min_ts, &consecutive, &canonical)
-            if index >= count:
-                break
-            if index == before_fast:
-                fast_misses += 1
-        if pos >= end:
-            raise InvalidRecordError("Incorrect declared batch size, premature EOF reached")
-        record_pos = pos
-        p = _rv(b, pos, end, &body)
-        if p < 0:
-            _raise_rv(p, False)
-        if canonical and not _short(b, pos, p):
-            canonical = False
-        if body < 0 or body > end - p:
-            raise InvalidRecordError(
-                f"Invalid record size: expected {body} bytes in record payload, but instead "
-                f"the buffer has only {end - p} remaining bytes."
-            )
-        body_start = p
-        rec_end = p + body
-        # Records of a batch have similar sizes: fetch the one sixteen records
-        # ahead now, so a freshly decompressed (cold) buffer does not stall
-        # the walk on every record's first cache line.
-        q = rec_end + 16 * (rec_end - record_pos)
-        if q < end:
-            BROKER_PREFETCH(b + q)
-        if p >= rec_end:
-            raise InvalidRecordError("Found invalid record structure")
-        if b[p] != 0:
-            canonical = False
-        q = p + 1
-        p = _rvl(b, q, rec_end, &ts_delta)
-        if p < 0:
-            _raise_rv(p, True)
-        if canonical and not _short(b, q, p):
-            canonical = False
-        q = p
-        p = _rv(b, q, rec_end, &offset_delta)
-        if p < 0:
-            _raise_rv(p, False)
-        if canonical and (offset_delta != index or not _short(b, q, p)):
-            canonical = False
-        q = p
-        p = _rv(b, q, rec_end, &key_len)
-        if p < 0:
-            _raise_rv(p, False)
-        if canonical and (key_len < -1 or not _short(b, q, p)):
-            canonical = False
-        if key_len > 0:
-            if key_len > rec_end - p:
-                raise InvalidRecordError("Found invalid record structure")
-            p += key_len
-        q = p
-        p = _rv(b, q, rec_end, &value_len)
-        if p < 0:
-            _raise_rv(p, False)
-        if canonical and (value_len < -1 or not _short(b, q, p)):
-            canonical = False
-        if value_len > 0:
-            if value_len > rec_end - p:
-                raise InvalidRecordError("Found invalid record structure")
-            p += value_len
-        q = p
-        p = _rv(b, q, rec_end, &headers)
-        if p < 0:
-            _raise_rv(p, False)
-        if canonical and not _short(b, q, p):
-            canonical = False
-        if headers < 0:
-            raise InvalidRecordError(f"Found invalid number of record headers {headers}")
-        if headers > rec_end - p:
-            raise InvalidRecordError(
-                f"Found invalid number of record headers. {headers} is larger than the "
-                "remaining size of the buffer"
-            )
-        h = 0
-        while h < headers:
-            q = p
-            p = _rv(b, q, rec_end, &hk)
+    # the loop holds no Python object: other threads (the event loop) run meanwhile
+    with nogil:
+        index = 0
+        while index < count:
+            if fast_misses < FAST_GIVE_UP:
+                before_fast = index
+                if canonical:
+                    pos = _walk_fast(<int8_t>0, b, pos, end, count, &index, base_offset,
+                                     base_timestamp, now, before_max, after_max, create_time,
+                                     compacted, &max_ts, &min_ts, &consecutive, &canonical)
+                else:
+                    pos = _walk_fast(<int16_t>0, b, pos, end, count, &index, base_offset,
+                                     base_timestamp, now, before_max, after_max, create_time,
+                                     compacted, &max_ts, &min_ts, &consecutive, &canonical)
+                if index >= count:
+                    break
+                if index == before_fast:
+                    fast_misses += 1
+            if pos >= end:
+                with gil:
+                    raise InvalidRecordError("Incorrect declared batch size, premature EOF reached")
+            record_pos = pos
+            p = _rv(b, pos, end, &body)
             if p < 0:
-                _raise_rv(p, False)
+                with gil:
+                    _raise_rv(p, False)
+            if canonical and not _short(b, pos, p):
+                canonical = False
+            if body < 0 or body > end - p:
+                with gil:
+                    raise InvalidRecordError(
+                        f"Invalid record size: expected {body} bytes in record payload, but instead "
+                        f"the buffer has only {end - p} remaining bytes."
+                    )
+            body_start = p
+            rec_end = p + body
+            # Records of a batch have similar sizes: fetch the one sixteen records
+            # ahead now, so a freshly decompressed (cold) buffer does not stall
+            # the walk on every record's first cache line.
+            q = rec_end + 16 * (rec_end - record_pos)
+            if q < end:
+                BROKER_PREFETCH(b + q)
+            if p >= rec_end:
+                with gil:
+                    raise InvalidRecordError("Found invalid record structure")
+            if b[p] != 0:
+                canonical = False
+            q = p + 1
+            p = _rvl(b, q, rec_end, &ts_delta)
+            if p < 0:
+                with gil:
+                    _raise_rv(p, True)
             if canonical and not _short(b, q, p):
                 canonical = False
-            if hk < 0:
-                raise InvalidRecordError(f"Invalid negative header key size {hk}")
-            if hk > rec_end - p:
-                raise InvalidRecordError("Found invalid record structure")
-            p += hk
             q = p
-            p = _rv(b, q, rec_end, &hv)
+            p = _rv(b, q, rec_end, &offset_delta)
             if p < 0:
-                _raise_rv(p, False)
-            if canonical and (hv < -1 or not _short(b, q, p)):
+                with gil:
+                    _raise_rv(p, False)
+            if canonical and (offset_delta != index or not _short(b, q, p)):
                 canonical = False
-            if hv > 0:
-                if hv > rec_end - p:
-                    raise InvalidRecordError("Found invalid record structure")
-                p += hv
-            h += 1
-        if p != rec_end:
-            raise InvalidRecordError(
-                f"Invalid record size: expected to read {body} bytes in record payload, "
-                f"but instead read {p - body_start}"
-            )
-        pos = rec_end
+            q = p
+            p = _rv(b, q, rec_end, &key_len)
+            if p < 0:
+                with gil:
+                    _raise_rv(p, False)
+            if canonical and (key_len < -1 or not _short(b, q, p)):
+                canonical = False
+            if key_len > 0:
+                if key_len > rec_end - p:
+                    with gil:
+                        raise InvalidRecordError("Found invalid record structure")
+                p += key_len
+            q = p
+            p = _rv(b, q, rec_end, &value_len)
+            if p < 0:
+                with gil:
+                    _raise_rv(p, False)
+            if canonical and (value_len < -1 or not _short(b, q, p)):
+                canonical = False
+            if value_len > 0:
+                if value_len > rec_end - p:
+                    with gil:
+                        raise InvalidRecordError("Found invalid record structure")
+                p += value_len
+            q = p
+            p = _rv(b, q, rec_end, &headers)
+            if p < 0:
+                with gil:
+                    _raise_rv(p, False)
+            if canonical and not _short(b, q, p):
+                canonical = False
+            if headers < 0:
+                with gil:
+                    raise InvalidRecordError(f"Found invalid number of record headers {headers}")
+            if headers > rec_end - p:
+                with gil:
+                    raise InvalidRecordError(
+                        f"Found invalid number of record headers. {headers} is larger than the "
+                        "remaining size of the buffer"
+                    )
+            h = 0
+            while h < headers:
+                q = p
+                p = _rv(b, q, rec_end, &hk)
+                if p < 0:
+                    with gil:
+                        _raise_rv(p, False)
+                if canonical and not _short(b, q, p):
+                    canonical = False
+                if hk < 0:
+                    with gil:
+                        raise InvalidRecordError(f"Invalid negative header key size {hk}")
+                if hk > rec_end - p:
+                    with gil:
+                        raise InvalidRecordError("Found invalid record structure")
+                p += hk
+                q = p
+                p = _rv(b, q, rec_end, &hv)
+                if p < 0:
+                    with gil:
+                        _raise_rv(p, False)
+                if canonical and (hv < -1 or not _short(b, q, p)):
+                    canonical = False
+                if hv > 0:
+                    if hv > rec_end - p:
+                        with gil:
+                            raise InvalidRecordError("Found invalid record structure")
+                    p += hv
+                h += 1
+            if p != rec_end:
+                with gil:
+                    raise InvalidRecordError(
+                        f"Invalid record size: expected to read {body} bytes in record payload, "
+                        f"but instead read {p - body_start}"
+                    )
+            pos = rec_end
 
-        if lat_batch:
-            ts = batch_max_timestamp
-        else:
-            ts = _j64_add(base_timestamp, ts_delta)
-        if index == 0 and ts_delta != 0:
-            canonical = False
-        if compacted and key_len < 0:
-            code = ERR_NO_KEY
-        else:
-            code = _check_ts(ts, lat_batch, now, before_max, after_max, create_time)
-        offset = _j64_add(base_offset, offset_delta)
-        if code:
-            if errors is None:
-                errors = []
-            errors.append((index, code, offset, ts, record_pos))
+            if lat_batch:
+                ts = batch_max_timestamp
+            else:
+                ts = _j64_add(base_timestamp, ts_delta)
+            if index == 0 and ts_delta != 0:
+                canonical = False
+            if compacted and key_len < 0:
+                code = ERR_NO_KEY
+            else:
+                code = _check_ts(ts, lat_batch, now, before_max, after_max, create_time)
+            offset = _j64_add(base_offset, offset_delta)
+            if code:
+                any_error = True
+                counts[code] += 1
+                if listed < error_limit:
+                    listed += 1
+                    with gil:
+                        if errors is None:
+                            errors = []
+                        errors.append((index, code, offset, ts, record_pos))
+                index += 1
+                continue
+            if ts > max_ts:
+                max_ts = ts
+            if ts < min_ts:
+                min_ts = ts
+            if offset != index:
+                consecutive = False
             index += 1
-            continue
-        if ts > max_ts:
-            max_ts = ts
-        if ts < min_ts:
-            min_ts = ts
-        if offset != index:
-            consecutive = False
-        index += 1
     if pos != end:
         raise InvalidRecordError("Incorrect declared batch size, records still remaining in file")
-    return max_ts, min_ts, consecutive, canonical, errors
+    if not any_error:
+        return max_ts, min_ts, consecutive, canonical, errors, None
+    if errors is None:
+        errors = []
+    return max_ts, min_ts, consecutive, canonical, errors, _counts_tuple(counts)
 
 def reencode_v2(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t count,
                 int64_t base_timestamp, bint lat_batch, int64_t batch_max_timestamp,
@@ -1125,137 +1165,178 @@ cdef inline Py_ssize_t _w_v2_record(uint8_t* o, Py_ssize_t q, int64_t offset_del
 def walk_legacy(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int wrapper_magic,
                 int64_t wrapper_offset, int64_t wrapper_timestamp, bint wrapper_lat,
                 int64_t now, int64_t before_max, int64_t after_max, bint create_time,
-                bint compacted, out, Py_ssize_t out_pos):
+                bint compacted, out, Py_ssize_t out_pos, Py_ssize_t error_limit):
     cdef const uint8_t* b = _ptr(buf)
     cdef uint8_t[::1] out_view
     cdef uint8_t* o = NULL
+    cdef Py_ssize_t out_cap = 0
     cdef bint inner = wrapper_magic >= 0
     cdef int64_t base = 0, last_inner_offset = 0, stored_offset, offset, ts
     cdef int64_t max_ts = -1, min_ts = INT64_MAX, first_ts = -1
     cdef int64_t key_len, value_len
     cdef Py_ssize_t stop = end, p, rec, rec_end, entry_pos, n = 0, index = 0
-    cdef Py_ssize_t key_pos, value_pos, kp
+    cdef Py_ssize_t key_pos, value_pos, kp, consumed
     cdef int32_t size
     cdef int magic, attributes, code, first_magic = wrapper_magic
-    cdef bint consecutive = True, lat_batch
+    cdef bint consecutive = True, lat_batch, listed_error
     cdef list errors = None
+    # every record error is counted by its code; only the first error_limit are
+    # listed, except the one that ends the walk (always listed)
+    cdef int64_t counts[ERROR_KINDS]
+    cdef Py_ssize_t listed = 0
+    cdef bint any_error = False
+    memset(counts, 0, sizeof(counts))
     if out is not None:
         out_view = out
         o = &out_view[0]
-    if inner:
-        p = pos
-        while end - p >= 12:
-            size = _i32(b + p + 8)
-            if size < 14:
-                raise CorruptRecordError(
-                    "Record size is less than the minimum record overhead (14)"
-                )
-            if end - p - 12 < size:
-                break
-            last_inner_offset = _i64(b + p)
-            n += 1
-            p += 12 + size
-        stop = p
-        if n == 0:
-            raise InvalidRecordError("Found invalid compressed record set with no inner records")
-        if wrapper_magic == 1:
-            if wrapper_offset == 0:
-                base = 0
-            elif wrapper_offset < last_inner_offset:
-                raise InvalidRecordError(
-                    "Found invalid wrapper offset in compressed v1 message set, wrapper offset "
-                    f"'{wrapper_offset}' is less than the last inner message offset "
-                    f"'{last_inner_offset}' and it is not zero."
-                )
-            else:
-                base = wrapper_offset - last_inner_offset
-    p = pos
-    while p < stop:
-        size = _i32(b + p + 8)
-        rec = p + 12
-        rec_end = rec + size
-        stored_offset = _i64(b + p)
-        magic = <signed char>b[rec + 4]
-        attributes = b[rec + 5]
-        entry_pos = p
-        p = rec_end
+        out_cap = out_view.shape[0]
+    # no Python object is touched but to raise or list an error: other threads
+    # (the event loop) run meanwhile
+    with nogil:
         if inner:
-            offset = _j64_add(base, stored_offset) if wrapper_magic == 1 else stored_offset
-            if attributes & 0x07:
-                raise InvalidRecordError("Inner messages must not be compressed")
-            if magic != wrapper_magic:
-                if errors is None:
-                    errors = []
-                errors.append((index, ERR_MAGIC, offset, -1, entry_pos))
+            p = pos
+            while end - p >= 12:
+                size = _i32(b + p + 8)
+                if size < 14:
+                    with gil:
+                        raise CorruptRecordError(
+                            "Record size is less than the minimum record overhead (14)"
+                        )
+                if end - p - 12 < size:
+                    break
+                last_inner_offset = _i64(b + p)
+                n += 1
+                p += 12 + size
+            stop = p
+            if n == 0:
+                with gil:
+                    raise InvalidRecordError(
+                        "Found invalid compressed record set with no inner records"
+                    )
+            if wrapper_magic == 1:
+                if wrapper_offset == 0:
+                    base = 0
+                elif wrapper_offset < last_inner_offset:
+                    with gil:
+                        raise InvalidRecordError(
+                            "Found invalid wrapper offset in compressed v1 message set, wrapper "
+                            f"offset '{wrapper_offset}' is less than the last inner message offset "
+                            f"'{last_inner_offset}' and it is not zero."
+                        )
+                else:
+                    base = wrapper_offset - last_inner_offset
+        consumed = stop
+        p = pos
+        while p < stop:
+            size = _i32(b + p + 8)
+            rec = p + 12
+            rec_end = rec + size
+            stored_offset = _i64(b + p)
+            magic = <signed char>b[rec + 4]
+            attributes = b[rec + 5]
+            entry_pos = p
+            p = rec_end
+            code = 0
+            if inner:
+                offset = _j64_add(base, stored_offset) if wrapper_magic == 1 else stored_offset
+                if attributes & 0x07:
+                    with gil:
+                        raise InvalidRecordError("Inner messages must not be compressed")
+                if magic != wrapper_magic:
+                    code = ERR_MAGIC
+                elif size < 14 or _crc32(b + rec + 4, size - 4) != _u32(b + rec):
+                    # fatal at once (CorruptRecordException), always listed
+                    code = ERR_CORRUPT
+            else:
+                offset = stored_offset
+                if first_magic < 0:
+                    first_magic = magic
+                elif magic != first_magic:
+                    # the caller's batch-level error; the walk ends here
+                    code = ERR_MAGIC
+            if code == 0:
+                if magic == 0:
+                    ts = -1
+                elif inner and wrapper_lat:
+                    ts = wrapper_timestamp
+                else:
+                    ts = _i64(b + rec + 6)
+                # key and value (a length running past the record is corrupt)
+                kp = rec + (6 if magic == 0 else 14)
+                if kp + 4 > rec_end:
+                    with gil:
+                        raise CorruptRecordError(
+                            "Record is corrupt (key size past the end of the record)"
+                        )
+                key_len = _i32(b + kp)
+                kp += 4
+                key_pos = kp
+                if key_len > 0:
+                    kp += key_len
+                if kp + 4 > rec_end:
+                    with gil:
+                        raise CorruptRecordError(
+                            "Record is corrupt (value size past the end of the record)"
+                        )
+                value_len = _i32(b + kp)
+                kp += 4
+                value_pos = kp
+                if value_len > 0:
+                    kp += value_len
+                if kp > rec_end:
+                    with gil:
+                        raise CorruptRecordError(
+                            "Record is corrupt (value past the end of the record)"
+                        )
+                if inner:
+                    lat_batch = wrapper_lat
+                else:
+                    lat_batch = magic > 0 and (attributes & 0x08) != 0
+                if compacted and key_len < 0:
+                    code = ERR_NO_KEY
+                else:
+                    code = _check_ts(ts, lat_batch, now, before_max, after_max, create_time)
+            else:
+                ts = -1
+            if code:
+                any_error = True
+                counts[code] += 1
+                # the error that ends the walk is listed whatever the limit
+                listed_error = listed < error_limit or code == ERR_CORRUPT or not inner
+                if listed_error:
+                    listed += 1
+                    with gil:
+                        if errors is None:
+                            errors = []
+                        errors.append((index if inner else 0, code, offset, ts, entry_pos))
+                if code == ERR_CORRUPT:
+                    break
+                if not inner:
+                    consumed = entry_pos
+                    break
                 index += 1
                 continue
-            if size < 14 or _crc32(b + rec + 4, size - 4) != _u32(b + rec):
-                if errors is None:
-                    errors = []
-                errors.append((index, ERR_CORRUPT, offset, -1, entry_pos))
-                return index, stop, out_pos, max_ts, min_ts, consecutive, first_ts, errors
-        else:
-            offset = stored_offset
-            if first_magic < 0:
-                first_magic = magic
-            elif magic != first_magic:
-                errors = [(0, ERR_MAGIC, offset, -1, entry_pos)]
-                return index, entry_pos, out_pos, max_ts, min_ts, consecutive, first_ts, errors
-        if magic == 0:
-            ts = -1
-        elif inner and wrapper_lat:
-            ts = wrapper_timestamp
-        else:
-            ts = _i64(b + rec + 6)
-        # key and value (a length running past the record is corrupt)
-        kp = rec + (6 if magic == 0 else 14)
-        if kp + 4 > rec_end:
-            raise CorruptRecordError("Record is corrupt (key size past the end of the record)")
-        key_len = _i32(b + kp)
-        kp += 4
-        key_pos = kp
-        if key_len > 0:
-            kp += key_len
-        if kp + 4 > rec_end:
-            raise CorruptRecordError("Record is corrupt (value size past the end of the record)")
-        value_len = _i32(b + kp)
-        kp += 4
-        value_pos = kp
-        if value_len > 0:
-            kp += value_len
-        if kp > rec_end:
-            raise CorruptRecordError("Record is corrupt (value past the end of the record)")
-        if inner:
-            lat_batch = wrapper_lat
-        else:
-            lat_batch = magic > 0 and (attributes & 0x08) != 0
-        if compacted and key_len < 0:
-            code = ERR_NO_KEY
-        else:
-            code = _check_ts(ts, lat_batch, now, before_max, after_max, create_time)
-        if code:
-            if errors is None:
-                errors = []
-            errors.append((index if inner else 0, code, offset, ts, entry_pos))
-            if not inner:
-                return index, entry_pos, out_pos, max_ts, min_ts, consecutive, first_ts, errors
+            if magic > 0 and ts > max_ts:
+                max_ts = ts
+            if ts < min_ts:
+                min_ts = ts
+            if offset != index:
+                consecutive = False
+            if index == 0:
+                first_ts = ts
+            if o != NULL:
+                if out_pos + _v2_size(index, _j64_sub(ts, first_ts), key_len, value_len) > out_cap:
+                    with gil:
+                        raise ValueError("output buffer too small")
+                out_pos = _w_v2_record(o, out_pos, index, _j64_sub(ts, first_ts), b, key_pos,
+                                       key_len, value_pos, value_len)
             index += 1
-            continue
-        if magic > 0 and ts > max_ts:
-            max_ts = ts
-        if ts < min_ts:
-            min_ts = ts
-        if offset != index:
-            consecutive = False
-        if index == 0:
-            first_ts = ts
-        if o != NULL:
-            if out_pos + _v2_size(index, _j64_sub(ts, first_ts), key_len, value_len) > out_view.shape[0]:
-                raise ValueError("output buffer too small")
-            out_pos = _w_v2_record(o, out_pos, index, _j64_sub(ts, first_ts), b, key_pos,
-                                   key_len, value_pos, value_len)
-        index += 1
-    return index, stop, out_pos, max_ts, min_ts, consecutive, first_ts, errors
+    if not any_error:
+        return index, consumed, out_pos, max_ts, min_ts, consecutive, first_ts, None, None
+    if errors is None:
+        errors = []
+    return (index, consumed, out_pos, max_ts, min_ts, consecutive, first_ts, errors,
+            _counts_tuple(counts))
 
 
 def v2_to_legacy(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t count,

@@ -55,6 +55,8 @@ ERR_NO_KEY = 2
 ERR_TS_RANGE = 3
 ERR_TS_TYPE = 4
 ERR_CORRUPT = 5
+#: length of a walk's ``error_counts`` tuple (indexed by the ERR_* code; 0 unused)
+ERROR_KINDS = 6
 
 # scan_entries failure codes
 FAIL_NONE = 0
@@ -307,13 +309,19 @@ def walk_v2(  # noqa: PLR0917
     create_time: bool,
     compacted: bool,
     want_canonical: bool,
-) -> tuple[int, int, bool, bool, list[tuple[int, int, int, int, int]] | None]:
+    error_limit: int,
+) -> tuple[
+    int, int, bool, bool, list[tuple[int, int, int, int, int]] | None, tuple[int, ...] | None
+]:
     """Walk the ``count`` records in ``buf[pos:end]`` (a v2 batch's records,
     raw or decompressed) with ``DefaultRecord.readFrom``'s structure rules and
     the validator's per-record checks (key on compacted topics, timestamp).
 
     Returns ``(max_timestamp, min_timestamp, offsets_consecutive, canonical,
-    errors)`` over the records without error: ``offsets_consecutive`` is
+    errors, error_counts)`` over the records without error: ``errors`` lists
+    the first ``error_limit`` record errors (None when there is none) and
+    ``error_counts`` counts every one by its ERR_* code (None when none), so
+    a batch of millions of failing records costs no object per record; ``offsets_consecutive`` is
     ``base_offset + offsetDelta == index`` for all of them (in-place rule d);
     ``canonical`` says the records are byte-for-byte what the builder would
     write at offset deltas 0..n-1 from the first record's timestamp
@@ -327,11 +335,12 @@ def walk_v2(  # noqa: PLR0917
     consecutive = True
     canonical = want_canonical and not lat_batch
     errors: list[tuple[int, int, int, int, int]] | None = None
+    counts: list[int] | None = None
     if count < 0:
         raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch")
     if count == 0:
         # DefaultRecordBatch.iterator(): an empty iterator, the bytes unread
-        return max_ts, min_ts, consecutive, canonical, errors
+        return max_ts, min_ts, consecutive, canonical, errors, None
     for index in range(count):
         if pos >= end:
             raise InvalidRecordError("Incorrect declared batch size, premature EOF reached")
@@ -420,9 +429,12 @@ def walk_v2(  # noqa: PLR0917
         else:
             code = _check_timestamp(ts, lat_batch, now, before_max, after_max, create_time)
         if code:
-            if errors is None:
+            if counts is None:
+                counts = [0] * ERROR_KINDS
                 errors = []
-            errors.append((index, code, _j64(base_offset + offset_delta), ts, record_pos))
+            counts[code] += 1
+            if errors is not None and len(errors) < error_limit:
+                errors.append((index, code, _j64(base_offset + offset_delta), ts, record_pos))
             continue
         max_ts = max(max_ts, ts)
         min_ts = min(min_ts, ts)
@@ -430,7 +442,11 @@ def walk_v2(  # noqa: PLR0917
             consecutive = False
     if pos != end:
         raise InvalidRecordError("Incorrect declared batch size, records still remaining in file")
-    return max_ts, min_ts, consecutive, canonical, errors
+    return max_ts, min_ts, consecutive, canonical, errors, _counts(counts)
+
+
+def _counts(counts: list[int] | None) -> tuple[int, ...] | None:
+    return None if counts is None else tuple(counts)
 
 
 def reencode_v2(  # noqa: PLR0917
@@ -556,6 +572,20 @@ def _legacy_kv(
     return key_pos, key_len, value_pos, value_len
 
 
+_ErrorSink = tuple[list[tuple[int, int, int, int, int]], list[int], int]
+LegacyWalk = tuple[
+    int,
+    int,
+    int,
+    int,
+    int,
+    bool,
+    int,
+    list[tuple[int, int, int, int, int]] | None,
+    tuple[int, ...] | None,
+]
+
+
 def walk_legacy(  # noqa: PLR0917
     buf: ReadableBuffer,
     pos: int,
@@ -571,7 +601,8 @@ def walk_legacy(  # noqa: PLR0917
     compacted: bool,
     out: WritableBuffer | None,
     out_pos: int,
-) -> tuple[int, int, int, int, int, bool, int, list[tuple[int, int, int, int, int]] | None]:
+    error_limit: int,
+) -> LegacyWalk:
     """Validate legacy entries and, when ``out`` is given, encode them as v2
     records (offset deltas 0.., timestamp deltas from the first record).
 
@@ -590,8 +621,10 @@ def walk_legacy(  # noqa: PLR0917
     wrapper magic -> ERR_MAGIC, inner CRC mismatch -> ERR_CORRUPT (fatal).
 
     Returns ``(records, consumed_end, out_end, max_timestamp, min_timestamp,
-    offsets_consecutive, first_timestamp, errors)``; the aggregates cover the
-    records without error (max only for magic > 0).
+    offsets_consecutive, first_timestamp, errors, error_counts)``; the
+    aggregates cover the records without error (max only for magic > 0);
+    ``errors`` and ``error_counts`` as in :func:`walk_v2` (an ERR_CORRUPT, which
+    ends the walk, is always listed, past ``error_limit`` too).
     """
     inner = wrapper_magic >= 0
     base = 0
@@ -632,7 +665,10 @@ def walk_legacy(  # noqa: PLR0917
     min_ts = 2**63 - 1
     first_ts = -1
     consecutive = True
-    errors: list[tuple[int, int, int, int, int]] | None = None
+    errors: list[tuple[int, int, int, int, int]] = []
+    counts = [0] * ERROR_KINDS
+    result = (errors, counts, error_limit)
+
     index = 0
     p = pos
     while p < stop:
@@ -651,23 +687,23 @@ def walk_legacy(  # noqa: PLR0917
             if attributes & 0x07:
                 raise InvalidRecordError("Inner messages must not be compressed")
             if magic != wrapper_magic:
-                if errors is None:
-                    errors = []
-                errors.append((index, ERR_MAGIC, offset, -1, entry_pos))
+                _add_error(result, (index, ERR_MAGIC, offset, -1, entry_pos))
                 index += 1
                 continue
             if size < 14 or crc32(buf, rec + 4, rec_end) != _u32(buf, rec):
-                if errors is None:
-                    errors = []
-                errors.append((index, ERR_CORRUPT, offset, -1, entry_pos))
-                return index, stop, out_pos, max_ts, min_ts, consecutive, first_ts, errors
+                _add_error(result, (index, ERR_CORRUPT, offset, -1, entry_pos), always=True)
+                return _legacy_result(
+                    result, index, stop, out_pos, max_ts, min_ts, consecutive, first_ts
+                )
         else:
             offset = stored_offset
             if first_magic < 0:
                 first_magic = magic
             elif magic != first_magic:
-                errors = [(0, ERR_MAGIC, offset, -1, entry_pos)]
-                return index, entry_pos, out_pos, max_ts, min_ts, consecutive, first_ts, errors
+                _add_error(result, (0, ERR_MAGIC, offset, -1, entry_pos), always=True)
+                return _legacy_result(
+                    result, index, entry_pos, out_pos, max_ts, min_ts, consecutive, first_ts
+                )
         if magic == 0:
             ts = -1
         elif inner and wrapper_lat:
@@ -685,11 +721,11 @@ def walk_legacy(  # noqa: PLR0917
         else:
             code = _check_timestamp(ts, lat_batch, now, before_max, after_max, create_time)
         if code:
-            if errors is None:
-                errors = []
-            errors.append((0 if not inner else index, code, offset, ts, entry_pos))
+            _add_error(result, (index if inner else 0, code, offset, ts, entry_pos), not inner)
             if not inner:
-                return index, entry_pos, out_pos, max_ts, min_ts, consecutive, first_ts, errors
+                return _legacy_result(
+                    result, index, entry_pos, out_pos, max_ts, min_ts, consecutive, first_ts
+                )
             index += 1
             continue
         if magic > 0 and ts > max_ts:
@@ -712,7 +748,35 @@ def walk_legacy(  # noqa: PLR0917
                 value_len,
             )
         index += 1
-    return index, stop, out_pos, max_ts, min_ts, consecutive, first_ts, errors
+    return _legacy_result(result, index, stop, out_pos, max_ts, min_ts, consecutive, first_ts)
+
+
+def _add_error(
+    sink: _ErrorSink, error: tuple[int, int, int, int, int], always: bool = False
+) -> None:
+    """Count ``error``; list it while fewer than the limit are listed (or ``always``)."""
+    errors, counts, limit = sink
+    counts[error[1]] += 1
+    if always or len(errors) < limit:
+        errors.append(error)
+
+
+def _legacy_result(  # noqa: PLR0917
+    sink: _ErrorSink,
+    records: int,
+    consumed: int,
+    out_pos: int,
+    max_ts: int,
+    min_ts: int,
+    consecutive: bool,
+    first_ts: int,
+) -> LegacyWalk:
+    errors, counts, _ = sink
+    if not any(counts):
+        return records, consumed, out_pos, max_ts, min_ts, consecutive, first_ts, None, None
+    return (
+        records, consumed, out_pos, max_ts, min_ts, consecutive, first_ts, errors, tuple(counts),
+    )  # fmt: skip
 
 
 def _write_v2_record(  # noqa: PLR0917

@@ -30,6 +30,7 @@ there; deviation "Undecodable compressed payloads").
 from __future__ import annotations
 
 from broker.errors import InvalidRecordError
+from broker.records import scan
 from broker.records.buffers import ReadableBuffer
 
 
@@ -38,9 +39,17 @@ def corrupt(codec: str, problem: str) -> InvalidRecordError:
     return InvalidRecordError(f"{codec}: {problem}")
 
 
-def exceeds(codec: str, max_size: int) -> InvalidRecordError:
+class DecompressedSizeExceeded(InvalidRecordError):
+    """A stream that would decompress to more than ``max_size`` bytes."""
+
+    def __init__(self, codec: str, max_size: int) -> None:
+        super().__init__(f"{codec}: decompressed size exceeds the limit of {max_size} bytes")
+        self.max_size = max_size
+
+
+def exceeds(codec: str, max_size: int) -> DecompressedSizeExceeded:
     """The error for a stream that would decompress to more than ``max_size``."""
-    return InvalidRecordError(f"{codec}: decompressed size exceeds the limit of {max_size} bytes")
+    return DecompressedSizeExceeded(codec, max_size)
 
 
 class BoundedOutput:
@@ -51,8 +60,10 @@ class BoundedOutput:
     def __init__(self, codec: str, max_size: int, expected: int = 0) -> None:
         self.codec = codec
         self.max_size = max_size
-        #: ``buffer[:size]`` is the output so far; beyond it, preallocated room
-        self.buffer = bytearray(max(0, min(expected, max_size)))
+        #: ``buffer[:size]`` is the output so far; beyond it, preallocated room,
+        #: not zero-filled: a decoder on a worker thread must not hold the GIL for
+        #: a 64 MB memset (30-40 ms during which the event loop cannot run)
+        self.buffer: bytearray = scan.new_buffer(max(0, min(expected, max_size)))
         self.size = 0
 
     def room(self, step: int) -> int:

@@ -139,7 +139,7 @@ def _convert_batch(
     # walk first: the structure checks of the reader (the conversion loop trusts them)
     scan.walk_v2(
         data, pos, stop, h.records_count, h.base_offset, h.base_timestamp, lat,
-        h.max_timestamp, 0, 2**63 - 1, 2**63 - 1, False, False, False,
+        h.max_timestamp, 0, 2**63 - 1, 2**63 - 1, False, False, False, 0,
     )  # fmt: skip
     # a legacy entry is at most 27 bytes longer than the v2 record it comes from
     out = scan.new_buffer((stop - pos) + 34 * max(h.records_count, 0) + 64)

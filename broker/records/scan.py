@@ -22,13 +22,14 @@ documented in ``_scan_py.py``)::
             fail_value, magic_mask)
     walk_v2(buf, pos, end, count, base_offset, base_timestamp, lat_batch,
             batch_max_timestamp, now, before_max, after_max, create_time,
-            compacted, want_canonical)
-        -> (max_timestamp, min_timestamp, offsets_consecutive, canonical, errors)
+            compacted, want_canonical, error_limit)
+        -> (max_timestamp, min_timestamp, offsets_consecutive, canonical, errors,
+            error_counts)
     walk_legacy(buf, pos, end, wrapper_magic, wrapper_offset, wrapper_timestamp,
                 wrapper_lat, now, before_max, after_max, create_time, compacted,
-                out, out_pos)
+                out, out_pos, error_limit)
         -> (records, consumed_end, out_end, max_timestamp, min_timestamp,
-            offsets_consecutive, first_timestamp, errors)
+            offsets_consecutive, first_timestamp, errors, error_counts)
     reencode_v2(buf, pos, end, count, base_timestamp, lat_batch,
                 batch_max_timestamp, out, out_pos) -> out_end
     v2_to_legacy(buf, pos, end, count, base_offset, base_timestamp, lat_batch,
@@ -37,8 +38,12 @@ documented in ``_scan_py.py``)::
         -> (written, out_end, first_written_offset, last_written_offset,
             max_timestamp, offset_of_max_timestamp, had_headers)
 
-``errors`` is None or a list of ``(batch_index, ERR_*, offset, timestamp,
-record_position)``; structural problems raise ``InvalidRecordError`` /
+``error_counts`` is None when no record failed, else the number of failed
+records by ERR_* code (a tuple of ``ERROR_KINDS``); ``errors`` then lists the
+first ``error_limit`` of them as ``(batch_index, ERR_*, offset, timestamp,
+record_position)`` (plus the one that ended a legacy walk), so a batch of
+millions of failing records costs no Python object per record. The compiled
+walks release the GIL while they run. Structural problems raise ``InvalidRecordError`` /
 ``CorruptRecordError``; an ``out`` buffer too small raises ``ValueError``.
 """
 
@@ -51,6 +56,7 @@ from broker.records._scan_py import (
     ERR_NO_KEY,
     ERR_TS_RANGE,
     ERR_TS_TYPE,
+    ERROR_KINDS,
     FAIL_BASE_OFFSET,
     FAIL_CODEC,
     FAIL_CRC,
@@ -61,6 +67,7 @@ from broker.records._scan_py import (
 )
 
 __all__ = [
+    "ERROR_KINDS",
     "ERR_CORRUPT",
     "ERR_MAGIC",
     "ERR_NO_KEY",

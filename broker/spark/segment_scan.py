@@ -323,9 +323,9 @@ def _walk_structure(
     """Every record's structure checked by the compiled walk; (max, min)
     timestamp. No timestamp check (create_time False, lat False), so no
     record is left out of min/max and none raises for its timestamp."""
-    max_ts, min_ts, _consecutive, _canonical, _errors = hot.walk_v2(
+    max_ts, min_ts, _consecutive, _canonical, _errors, _counts = hot.walk_v2(
         data, pos, stop, count, h.base_offset, h.base_timestamp, False,
-        h.max_timestamp, 0, 0, 0, False, False, False,
+        h.max_timestamp, 0, 0, 0, False, False, False, 0,
     )  # fmt: skip
     return max_ts, min_ts
 
@@ -412,7 +412,7 @@ def _wrapper_facts(
             max_size=max_decompressed_bytes,
             magic=lh.magic,
         )
-    count, stop, _out, max_ts, min_ts, _consecutive, _first_ts, errors = hot.walk_legacy(
+    count, stop, _out, max_ts, min_ts, _consecutive, _first_ts, _errors, counts = hot.walk_legacy(
         data,
         0,
         len(data),
@@ -427,8 +427,9 @@ def _wrapper_facts(
         False,
         None,
         0,
+        0,
     )
-    if errors:
+    if counts:
         return False
     first_inner = _OFFSET_SIZE.unpack_from(data, 0)[0]
     last_inner = _last_inner_offset(data, stop)

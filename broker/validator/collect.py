@@ -27,10 +27,12 @@ from broker.records.batch import (
     TimestampType,
 )
 from broker.records.buffers import ReadableBuffer
+from broker.records.codec_output import DecompressedSizeExceeded
 from broker.records.entries import iter_buffer_entries
 from broker.records.iterate import legacy_records
 from broker.records.legacy_builder import header_size
 from broker.validator.checks import (
+    MAX_LISTED_RECORD_ERRORS,
     RecordContext,
     check_batch_magic,
     check_producer_format,
@@ -38,6 +40,7 @@ from broker.validator.checks import (
     record_errors,
 )
 from broker.validator.context import Context
+from broker.validator.inline import OffloadRequired, decompression_bound
 from broker.validator.rebuild import RecordsPlan, V2Source
 
 
@@ -47,6 +50,20 @@ def _v2_bound(legacy_bytes: int) -> int:
     than the entry (length, timestamp, offset varints: 5 + 10 + 5, attributes
     1, key/value varints 5 + 5, header count 1 = 32, against 26 + 0 ... 8)."""
     return legacy_bytes + (legacy_bytes // 26 + 1) * 6 + 64
+
+
+def _decompress(
+    ctx: Context, codec: int, payload: memoryview, magic: int = MAGIC_V2
+) -> bytes | bytearray:
+    """The batch's records, decompressed within the bound, and within the
+    inline budget when there is one (else :class:`OffloadRequired`)."""
+    bound = decompression_bound(ctx.inline_budget, codec, ctx.max_decompressed_bytes)
+    try:
+        return codecs.decompress(codec, payload, max_size=bound, magic=magic)
+    except DecompressedSizeExceeded:
+        if bound < ctx.max_decompressed_bytes:
+            raise OffloadRequired(f"decompressing more than {bound} bytes inline") from None
+        raise
 
 
 def collect(ctx: Context, in_place: bool) -> tuple[RecordsPlan, bool, int]:
@@ -59,10 +76,13 @@ def collect(ctx: Context, in_place: bool) -> tuple[RecordsPlan, bool, int]:
 
 
 def _errors(
-    ctx: Context, errors: list[tuple[int, int, int, int, int]] | None, rc: RecordContext
+    ctx: Context,
+    errors: list[tuple[int, int, int, int, int]] | None,
+    counts: tuple[int, ...] | None,
+    rc: RecordContext,
 ) -> None:
     record_errors(
-        errors, rc, tp=ctx.tp, now=ctx.now, before_max=ctx.before_max,
+        errors, counts, rc, tp=ctx.tp, now=ctx.now, before_max=ctx.before_max,
         after_max=ctx.after_max, recorder=ctx.recorder,
     )  # fmt: skip
 
@@ -74,22 +94,18 @@ def _collect_v2(ctx: Context, in_place: bool) -> tuple[RecordsPlan, bool, int]:
     size = header_size(ctx.to_magic, h.compression_type)
     if h.compression_type != CompressionType.NONE and h.records_count != 0:
         # (a batch declaring no record is not read at all, as in Kafka's iterators)
-        data = codecs.decompress(
-            h.compression_type,
-            buf[RECORDS_OFFSET : h.size_in_bytes],
-            max_size=ctx.max_decompressed_bytes,
-        )
+        data = _decompress(ctx, h.compression_type, buf[RECORDS_OFFSET : h.size_in_bytes])
         pos, stop = 0, len(data)
         src_buf: ReadableBuffer = data
     else:
         src_buf, pos, stop = buf, RECORDS_OFFSET, h.size_in_bytes
     lat_batch = h.timestamp_type is TimestampType.LOG_APPEND_TIME
-    max_ts, min_ts, consecutive, canonical, errors = scan.walk_v2(
+    max_ts, min_ts, consecutive, canonical, errors, counts = scan.walk_v2(
         src_buf, pos, stop, h.records_count, h.base_offset, h.base_timestamp, lat_batch,
         h.max_timestamp, ctx.now, ctx.before_max, ctx.after_max, ctx.create_time,
-        ctx.compacted, not in_place,
+        ctx.compacted, not in_place, MAX_LISTED_RECORD_ERRORS,
     )  # fmt: skip
-    if errors:
+    if counts:
         rc = RecordContext(
             src_buf,
             MAGIC_V2,
@@ -98,7 +114,7 @@ def _collect_v2(ctx: Context, in_place: bool) -> tuple[RecordsPlan, bool, int]:
             base_sequence=h.base_sequence,
             lat_timestamp=h.max_timestamp if lat_batch else None,
         )
-        _errors(ctx, errors, rc)
+        _errors(ctx, errors, counts, rc)
     if h.records_count:
         size += stop - pos
     if ctx.to_magic > MAGIC_V0 and not consecutive:
@@ -137,16 +153,17 @@ def _collect_legacy_set(ctx: Context, in_place: bool) -> tuple[RecordsPlan, bool
     first_magic = ctx.analysis.first_magic
     to_v2 = ctx.to_magic >= MAGIC_V2
     out = scan.new_buffer(_v2_bound(len(buf))) if to_v2 else None
-    n, _stop, out_end, max_ts, min_ts, consecutive, first_ts, errors = scan.walk_legacy(
+    n, _stop, out_end, max_ts, min_ts, consecutive, first_ts, errors, counts = scan.walk_legacy(
         buf, 0, len(buf), -1, 0, 0, False, ctx.now, ctx.before_max, ctx.after_max,
-        ctx.create_time, ctx.compacted, out, 0,
+        ctx.create_time, ctx.compacted, out, 0, MAX_LISTED_RECORD_ERRORS,
     )  # fmt: skip
-    if errors:
+    if errors and counts:
+        # an uncompressed set stops at its first error, which is always listed
         _index, code, _offset, _ts, position = errors[0]
         magic = buf[position + legacy.RECORD_MAGIC_OFFSET]
         if code == scan.ERR_MAGIC:
             check_batch_magic(first_magic, magic, ctx.tp, ctx.recorder)
-        _errors(ctx, errors, RecordContext(buf, magic))
+        _errors(ctx, errors, counts, RecordContext(buf, magic))
     size = header_size(ctx.to_magic, CompressionType.NONE) * ctx.analysis.entries + len(buf)
     if first_magic > MAGIC_V0 and ctx.to_magic > MAGIC_V0 and not consecutive:
         in_place = False
@@ -179,24 +196,20 @@ def _collect_legacy_wrapper(ctx: Context, in_place: bool) -> tuple[RecordsPlan, 
         raise InvalidRecordError(
             f"Found invalid compressed record set with null value (magic = {lh.magic})"
         )
-    inner = codecs.decompress(
-        lh.compression_type,
-        buf[value_pos : value_pos + value_len],
-        max_size=ctx.max_decompressed_bytes,
-        magic=lh.magic,
-    )
+    inner = _decompress(ctx, lh.compression_type, buf[value_pos : value_pos + value_len], lh.magic)
     to_v2 = ctx.to_magic >= MAGIC_V2
     out = scan.new_buffer(_v2_bound(len(inner))) if to_v2 else None
     lat = lh.timestamp_type is TimestampType.LOG_APPEND_TIME
-    n, stop, out_end, max_ts, min_ts, consecutive, first_ts, errors = scan.walk_legacy(
+    n, stop, out_end, max_ts, min_ts, consecutive, first_ts, errors, counts = scan.walk_legacy(
         inner, 0, len(inner), lh.magic, lh.offset, lh.timestamp, lat, ctx.now,
         ctx.before_max, ctx.after_max, ctx.create_time, ctx.compacted, out, 0,
+        MAX_LISTED_RECORD_ERRORS,
     )  # fmt: skip
-    if errors:
+    if counts:
         rc = RecordContext(
             inner, lh.magic, wrapper_timestamp=lh.timestamp, wrapper_type=lh.timestamp_type
         )
-        _errors(ctx, errors, rc)
+        _errors(ctx, errors, counts, rc)
     size += stop
     tracked = lh.magic > MAGIC_V0 and ctx.to_magic > MAGIC_V0
     if tracked and not consecutive:

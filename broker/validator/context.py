@@ -31,6 +31,9 @@ class Context(NamedTuple):
     recorder: MetricsRecorder
     max_decompressed_bytes: int
     clock_ns: Callable[[], int]
+    #: cost units this validation may spend on the caller's thread (None: no
+    #: limit); broker/validator/inline.py
+    inline_budget: int | None = None
 
     @property
     def create_time(self) -> bool:

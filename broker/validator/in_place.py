@@ -30,6 +30,7 @@ from broker.records.batch import (
 from broker.records.entries import iter_buffer_entries
 from broker.records.stats import EMPTY_STATS, RecordValidationStats
 from broker.validator.checks import (
+    MAX_LISTED_RECORD_ERRORS,
     RecordContext,
     check_batch_magic,
     check_only_one_batch,
@@ -56,12 +57,12 @@ def _v2_non_compressed(ctx: Context, next_offset: int) -> PathResult:
     h = v2.read_header(buf, 0)
     check_v2_batch(ctx.analysis.first_magic, h, ctx.origin, ctx.to_magic, ctx.tp, ctx.recorder)
     lat_batch = h.timestamp_type is TimestampType.LOG_APPEND_TIME
-    max_ts, _min_ts, _consecutive, _canonical, errors = scan.walk_v2(
+    max_ts, _min_ts, _consecutive, _canonical, errors, counts = scan.walk_v2(
         buf, RECORDS_OFFSET, h.size_in_bytes, h.records_count, h.base_offset,
         h.base_timestamp, lat_batch, h.max_timestamp, ctx.now, ctx.before_max,
-        ctx.after_max, ctx.create_time, ctx.compacted, False,
+        ctx.after_max, ctx.create_time, ctx.compacted, False, MAX_LISTED_RECORD_ERRORS,
     )  # fmt: skip
-    if errors:
+    if counts:
         rc = RecordContext(
             buf,
             MAGIC_V2,
@@ -71,7 +72,7 @@ def _v2_non_compressed(ctx: Context, next_offset: int) -> PathResult:
             lat_timestamp=h.max_timestamp if lat_batch else None,
         )
         record_errors(
-            errors, rc, tp=ctx.tp, now=ctx.now, before_max=ctx.before_max,
+            errors, counts, rc, tp=ctx.tp, now=ctx.now, before_max=ctx.before_max,
             after_max=ctx.after_max, recorder=ctx.recorder,
         )  # fmt: skip
     count = h.records_count
@@ -92,18 +93,19 @@ def _v2_non_compressed(ctx: Context, next_offset: int) -> PathResult:
 def _legacy_non_compressed(ctx: Context, next_offset: int) -> PathResult:
     buf = ctx.records
     first_magic = ctx.analysis.first_magic
-    _n, _stop, _o, _max, _min, _c, _f, errors = scan.walk_legacy(
+    _n, _stop, _o, _max, _min, _c, _f, errors, counts = scan.walk_legacy(
         buf, 0, len(buf), -1, 0, 0, False, ctx.now, ctx.before_max, ctx.after_max,
-        ctx.create_time, ctx.compacted, None, 0,
+        ctx.create_time, ctx.compacted, None, 0, MAX_LISTED_RECORD_ERRORS,
     )  # fmt: skip
-    if errors:
+    if errors and counts:
+        # an uncompressed set stops at its first error, which is always listed
         _index, code, _offset, _ts, position = errors[0]
         if code == scan.ERR_MAGIC:
             check_batch_magic(first_magic, buf[position + legacy.RECORD_MAGIC_OFFSET], ctx.tp,
                               ctx.recorder)  # fmt: skip
         magic = buf[position + legacy.RECORD_MAGIC_OFFSET]
         record_errors(
-            errors, RecordContext(buf, magic), tp=ctx.tp, now=ctx.now,
+            errors, counts, RecordContext(buf, magic), tp=ctx.tp, now=ctx.now,
             before_max=ctx.before_max, after_max=ctx.after_max, recorder=ctx.recorder,
         )  # fmt: skip
     topic_type = _topic_type(ctx)

@@ -32,8 +32,8 @@ __all__ = [
 class MetricsRecorder(Protocol):
     """``LogValidator.MetricsRecorder`` (all-topics meters; §5.1)."""
 
-    def record_invalid_magic(self) -> None:
-        """InvalidMagicNumberRecordsPerSec."""
+    def record_invalid_magic(self, count: int = 1) -> None:
+        """InvalidMagicNumberRecordsPerSec (``count`` records)."""
 
     def record_invalid_offset(self) -> None:
         """InvalidOffsetOrSequenceRecordsPerSec (offset checks, control batches)."""
@@ -44,14 +44,14 @@ class MetricsRecorder(Protocol):
     def record_invalid_checksums(self) -> None:
         """InvalidMessageCrcRecordsPerSec."""
 
-    def record_no_key_compacted_topic(self) -> None:
-        """NoKeyCompactedTopicRecordsPerSec."""
+    def record_no_key_compacted_topic(self, count: int = 1) -> None:
+        """NoKeyCompactedTopicRecordsPerSec (``count`` records)."""
 
 
 class NullRecorder:
     """A recorder that records nothing (tools, tests that do not count)."""
 
-    def record_invalid_magic(self) -> None:
+    def record_invalid_magic(self, count: int = 1) -> None:
         return None
 
     def record_invalid_offset(self) -> None:
@@ -63,8 +63,46 @@ class NullRecorder:
     def record_invalid_checksums(self) -> None:
         return None
 
-    def record_no_key_compacted_topic(self) -> None:
+    def record_no_key_compacted_topic(self, count: int = 1) -> None:
         return None
+
+
+class DeferredRecorder:
+    """Counts what a validation records, to be handed to the real recorder
+    later: a validation that runs on a worker thread records into one of
+    these, and the event loop replays it (the meters are not thread-safe)."""
+
+    __slots__ = ("checksums", "magic", "no_key", "offset", "sequence")
+
+    def __init__(self) -> None:
+        self.magic = self.offset = self.sequence = self.checksums = self.no_key = 0
+
+    def record_invalid_magic(self, count: int = 1) -> None:
+        self.magic += count
+
+    def record_invalid_offset(self) -> None:
+        self.offset += 1
+
+    def record_invalid_sequence(self) -> None:
+        self.sequence += 1
+
+    def record_invalid_checksums(self) -> None:
+        self.checksums += 1
+
+    def record_no_key_compacted_topic(self, count: int = 1) -> None:
+        self.no_key += count
+
+    def replay(self, target: MetricsRecorder) -> None:
+        if self.magic:
+            target.record_invalid_magic(self.magic)
+        for _ in range(self.offset):
+            target.record_invalid_offset()
+        for _ in range(self.sequence):
+            target.record_invalid_sequence()
+        for _ in range(self.checksums):
+            target.record_invalid_checksums()
+        if self.no_key:
+            target.record_no_key_compacted_topic(self.no_key)
 
 
 class BatchInfo(NamedTuple):

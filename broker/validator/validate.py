@@ -39,6 +39,7 @@ from broker.validator.checks import check_only_one_batch
 from broker.validator.collect import collect
 from broker.validator.context import Context, PathResult
 from broker.validator.in_place import assign_offsets_non_compressed, finish_compressed_in_place
+from broker.validator.inline import check_compress, check_raw
 from broker.validator.rebuild import rebuild
 from broker.validator.result import MetricsRecorder, ValidationResult, batch_infos
 
@@ -160,6 +161,7 @@ def validate_records(
     to_magic: int = MAGIC_V2,
     zstd_allowed_by_ibp: bool = True,
     clock_ns: Callable[[], int] = time.perf_counter_ns,
+    inline_budget: int | None = None,
 ) -> ValidationResult:
     """Validate a partition's records and assign offsets from ``next_offset``.
 
@@ -169,8 +171,13 @@ def validate_records(
     message formats (tests). ``zstd_allowed_by_ibp`` False models an
     inter.broker.protocol.version < 2.1 (§1.13). Raises the
     ``broker.errors`` exception of the first failing check (§1.14).
+
+    ``inline_budget``: the cost this call may spend (``validator/inline.py``);
+    a validation that would spend more raises ``OffloadRequired`` before it
+    changes anything, and is to be run again without a budget elsewhere.
     """
     original = records.nbytes
+    check_raw(inline_budget, original)
     if origin is AppendOrigin.CLIENT:
         check_request_records(records, produce_version)
     analysis = analyze_records(
@@ -207,6 +214,7 @@ def validate_records(
         zstd_allowed_by_ibp=zstd_allowed_by_ibp,
         clock_ns=clock_ns,
         analysis=analysis,
+        inline_budget=inline_budget,
     )
     batches = tuple(batch_infos(result.validated, next_offset, result.num_records))
     if result.message_size_maybe_changed:
@@ -257,6 +265,7 @@ def validate_messages_and_assign_offsets(
     zstd_allowed_by_ibp: bool = True,
     clock_ns: Callable[[], int] = time.perf_counter_ns,
     analysis: RecordsAnalysis | None = None,
+    inline_budget: int | None = None,
 ) -> PathResult:
     """``LogValidator`` itself (constructor arguments as keywords), without the
     request and append checks around it: Kafka's LogValidatorTest drives this
@@ -283,6 +292,7 @@ def validate_messages_and_assign_offsets(
         recorder=recorder,
         max_decompressed_bytes=max_decompressed_bytes,
         clock_ns=clock_ns,
+        inline_budget=inline_budget,
     )
     return _run(ctx, next_offset, zstd_allowed_by_ibp)
 
@@ -318,6 +328,7 @@ def _run(ctx: Context, next_offset: int, zstd_allowed_by_ibp: bool) -> PathResul
         return finish_compressed_in_place(
             ctx, next_offset, plan.num_records, plan.max_timestamp, uncompressed_size
         )
+    check_compress(ctx.inline_budget, ctx.target_codec, uncompressed_size)
     return rebuild(
         ctx,
         plan,

@@ -95,8 +95,15 @@ def test_validator_twins_agree(case):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.binary(max_size=200), st.integers(0, 40), st.booleans(), st.booleans(), st.booleans())
-def test_walks_agree_on_random_bytes(data, count, compacted, lat, want):
+@given(
+    st.binary(max_size=200),
+    st.integers(0, 40),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.integers(0, 3),
+)
+def test_walks_agree_on_random_bytes(data, count, compacted, lat, want, limit):
     results = []
     for twin in TWINS:
         results.append(
@@ -117,6 +124,7 @@ def test_walks_agree_on_random_bytes(data, count, compacted, lat, want):
                         True,
                         compacted,
                         want,
+                        limit,
                     )
                 ),
                 _outcome(
@@ -135,7 +143,8 @@ def test_walks_agree_on_random_bytes(data, count, compacted, lat, want):
                         compacted,
                         bytearray(len(data) * 2 + 64),
                         0,
-                    )[:-1]
+                        limit,
+                    )
                 ),
                 _outcome(lambda t=twin: t.scan_entries(data, 0, len(data), 1 << 20, True)),
                 _outcome(lambda t=twin: t.read_varint(data, 0, len(data))),
@@ -183,7 +192,8 @@ def test_encoders_refuse_a_small_output_buffer_alike(records, room):
             lambda t=twin: t.v2_to_legacy(buf, 61, len(buf), len(records), 0, 0, False, 0, 1, 0,
                                           False, -(2**63), -1, True, bytearray(room), 0),
             lambda t=twin: t.walk_legacy(legacy_set, 0, len(legacy_set), -1, 0, 0, False, 0,
-                                         LONG_MAX, LONG_MAX, False, False, bytearray(room), 0)[:3],
+                                         LONG_MAX, LONG_MAX, False, False, bytearray(room), 0,
+                                         20)[:3],
         ):  # fmt: skip
             try:
                 got.append(("ok", call()))
@@ -325,7 +335,7 @@ def test_walk_v2_fast_path_agrees(case, compacted, limits, want_canonical):
     def walk(twin):
         return twin.walk_v2(
             data, 0, len(data), count, base_offset, base_timestamp, False, -1, 1005,
-            before_max, after_max, True, compacted, want_canonical,
+            before_max, after_max, True, compacted, want_canonical, 20,
         )  # fmt: skip
 
     outcomes = [_outcome(lambda t=twin: walk(t)) for twin in TWINS]
@@ -360,7 +370,7 @@ def test_walk_v2_fast_path_canonical_agrees(case):
     def walk(twin):
         return twin.walk_v2(
             data, 0, len(data), n, 0, 1000, False, -1, 1005, LONG_MAX, LONG_MAX, True, False,
-            True,
+            True, 20,
         )  # fmt: skip
 
     outcomes = [_outcome(lambda t=twin: walk(t)) for twin in TWINS]
@@ -410,7 +420,7 @@ def test_walk_v2_fast_path_hands_over_short_headers(make):
     def walk(twin):
         return twin.walk_v2(
             data, 0, len(data), 40, 0, 1000, False, -1, 1005, LONG_MAX, LONG_MAX, True, False,
-            False,
+            False, 20,
         )  # fmt: skip
 
     outcomes = [_outcome(lambda t=twin: walk(t)) for twin in TWINS]

@@ -9,8 +9,9 @@ frame, so the tests exercise exactly what a client's bytes go through.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,10 +60,20 @@ class InProcessBroker:
         self.metrics = BrokerMetrics(records_implementation="test", event_loop="test", version="0")
         self.log_manager = LogManager(self.config.log_dirs, self.config)
         self.log_manager.startup()
+        # wired as the app wires it: costly validations on a worker pool
+        self.pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=int(self.config.get("produce.offload.threads"))
+        )
+
+        def offload(fn: Callable[[], Any]) -> Awaitable[Any]:
+            return asyncio.get_running_loop().run_in_executor(self.pool, fn)
+
         self.replica_manager = ReplicaManager(
             self.log_manager,
             recorder=self.metrics.validator_recorder,
             time_ms=lambda: self.now_ms,
+            offload=offload,
+            inline_budget=int(self.config.get("produce.inline.max.cost")),
         )
         self.now_ms = 1_700_000_000_000
         self.group_commit = GroupCommit()
@@ -121,6 +132,7 @@ class InProcessBroker:
 
     def close(self) -> None:
         self.group_commit.close()
+        self.pool.shutdown(wait=True)
         self.log_manager.shutdown()
 
 

@@ -204,6 +204,44 @@ def test_produce_record_errors_and_message_v8(broker):
     assert p.error_code == ErrorCode.INVALID_TIMESTAMP
 
 
+def test_produce_response_lists_at_most_a_thousand_record_errors(broker):
+    """Every partition's batch fails on each of its 25 keyless records: the
+    first 20 of each are listed until the response holds 1,000, then the
+    partitions list none and their message says why."""
+    from broker.handlers.produce import MAX_RESPONSE_RECORD_ERRORS
+    from broker.validator.checks import MAX_LISTED_RECORD_ERRORS
+
+    partitions = MAX_RESPONSE_RECORD_ERRORS // MAX_LISTED_RECORD_ERRORS + 3
+    create(broker, "c", partitions, cleanup_policy="compact")
+    keyless = bytes(build_v2_batch([SimpleRecord(broker.now_ms, None, b"v")] * 25).buffer)
+    request = ProduceRequest(
+        acks=1,
+        timeout_ms=5000,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name="c",
+                partition_data=[
+                    ProduceRequest.PartitionProduceData(index=i, records=keyless)
+                    for i in range(partitions)
+                ],
+            )
+        ],
+    )
+    (topic,) = broker.call(request, 9).responses
+    listed = [len(p.record_errors) for p in topic.partition_responses]
+    assert sum(listed) == MAX_RESPONSE_RECORD_ERRORS
+    assert listed[:3] == [MAX_LISTED_RECORD_ERRORS] * 3
+    assert listed[-3:] == [0, 0, 0]
+    assert all(p.error_code == ErrorCode.INVALID_RECORD for p in topic.partition_responses)
+    last = topic.partition_responses[-1].error_message
+    assert last == (
+        "One or more records have been rejected due to 25 record errors in total (25 record "
+        "errors, 0 listed: the response already lists 1000 of at most 1000)"
+    )
+    first = topic.partition_responses[0].error_message
+    assert first.endswith("(20 listed in record_errors, 5 left out)")
+
+
 def test_produce_v3_with_legacy_magic_is_invalid_record(broker):
     create(broker, "t")
     legacy = bytes(build_legacy(records(2, broker.now_ms), magic=1).buffer)

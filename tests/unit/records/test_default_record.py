@@ -186,7 +186,7 @@ def test_any_negative_key_or_value_length_is_null(twin, key_length):
     buf = varint_bytes(len(body)) + body
     rec, _ = _decode(buf)
     assert rec.key is None and rec.value is None
-    _max, _min, consecutive, canonical, errors = walk_all(twin, buf, 0, len(buf), 1)
+    _max, _min, consecutive, canonical, errors, _counts = walk_all(twin, buf, 0, len(buf), 1)
     assert errors is None and consecutive
     assert canonical == (key_length == -1)
 

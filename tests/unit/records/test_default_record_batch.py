@@ -232,7 +232,7 @@ def test_skip_key_value_iterator_correctness(twin):
         SimpleRecord(1000 + i, b"k%d" % i, b"v" * i, headers if i % 2 else ()) for i in range(5)
     ]
     buf = build_v2_batch(records, base_offset=0).buffer
-    max_ts, min_ts, consecutive, canonical, errors = walk_all(
+    max_ts, min_ts, consecutive, canonical, errors, _counts = walk_all(
         twin, buf, RECORDS_OFFSET, len(buf), 5, base_timestamp=1000
     )
     assert (max_ts, min_ts, consecutive, canonical, errors) == (1004, 1000, True, True, None)

@@ -14,5 +14,5 @@ def walk_all(twin, buf, pos, end, count, *, base_offset=0, base_timestamp=0):
     """A structure-only walk (no timestamp limits, not compacted), canonical form tracked."""
     return twin.walk_v2(
         buf, pos, end, count, base_offset, base_timestamp, False, -1, 0, LONG_MAX, LONG_MAX,
-        False, False, True,
+        False, False, True, 0,
     )  # fmt: skip

@@ -45,8 +45,8 @@ class Recorder:
         self.invalid_checksums = 0
         self.no_key_compacted_topic = 0
 
-    def record_invalid_magic(self) -> None:
-        self.invalid_magic += 1
+    def record_invalid_magic(self, count: int = 1) -> None:
+        self.invalid_magic += count
 
     def record_invalid_offset(self) -> None:
         self.invalid_offset += 1
@@ -57,8 +57,8 @@ class Recorder:
     def record_invalid_checksums(self) -> None:
         self.invalid_checksums += 1
 
-    def record_no_key_compacted_topic(self) -> None:
-        self.no_key_compacted_topic += 1
+    def record_no_key_compacted_topic(self, count: int = 1) -> None:
+        self.no_key_compacted_topic += count
 
 
 def now_ms() -> int:

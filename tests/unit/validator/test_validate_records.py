@@ -22,6 +22,7 @@ from broker.records.legacy_builder import build_legacy
 from broker.records.origin import AppendOrigin
 from broker.records.record import SimpleRecord
 from broker.validator import validate_records
+from broker.validator.checks import MAX_LISTED_RECORD_ERRORS
 from broker.validator.validate import default_decompression_bound
 
 from .kafka_fixtures import Recorder
@@ -258,6 +259,68 @@ def test_no_key_message_and_record_errors_summary():
         f"showing the first three errors at most: [RecordError(batchIndex=0, message='{msg}')]"
     )
     assert recorder.no_key_compacted_topic == 1
+
+
+@pytest.mark.parametrize("codec", [CompressionType.NONE, CompressionType.ZSTD])
+def test_record_errors_listed_up_to_the_cap_and_counted_in_full(codec):
+    """Every keyless record is an error; the first MAX_LISTED_RECORD_ERRORS are
+    listed, the meter counts all of them and the message gives the total and
+    how many were left out (Kafka lists all of them)."""
+    n = MAX_LISTED_RECORD_ERRORS + 37
+    buf = build_v2_batch(
+        [SimpleRecord(NOW, None, b"v") for _ in range(n)], compression_type=codec
+    ).buffer
+    recorder = Recorder()
+    with pytest.raises(RecordValidationError) as e:
+        run(buf, config=TopicConfig(cleanup_policy=("compact",)), recorder=recorder)
+    err = e.value
+    assert err.code == ErrorCode.INVALID_RECORD
+    assert [x.batch_index for x in err.record_errors] == list(range(MAX_LISTED_RECORD_ERRORS))
+    assert err.total == n
+    assert recorder.no_key_compacted_topic == n
+    assert str(err).startswith(
+        f"One or more records have been rejected due to {n} record errors in total, and only "
+        "showing the first three errors at most: [RecordError(batchIndex=0, "
+    )
+    assert str(err).endswith(f" ({MAX_LISTED_RECORD_ERRORS} listed in record_errors, 37 left out)")
+
+
+def test_timestamp_errors_past_the_cap_still_make_it_invalid_timestamp():
+    """Keyless records first, then one bad timestamp past the listing cap:
+    Kafka answers INVALID_TIMESTAMP when any record has a timestamp error,
+    so the kinds are counted beyond what is listed."""
+    n = MAX_LISTED_RECORD_ERRORS + 5
+    records = [SimpleRecord(NOW, None, b"v") for _ in range(n)]
+    records.append(SimpleRecord(NOW - 10 * HOUR, b"k", b"v"))
+    buf = build_v2_batch(records).buffer
+    cfg = TopicConfig(cleanup_policy=("compact",), message_timestamp_before_max_ms=HOUR)
+    with pytest.raises(RecordValidationError) as e:
+        run(buf, config=cfg)
+    err = e.value
+    assert err.code == ErrorCode.INVALID_TIMESTAMP
+    assert len(err.record_errors) == MAX_LISTED_RECORD_ERRORS
+    assert err.total == n + 1
+    assert str(err) == (
+        "One or more records have been rejected due to invalid timestamp "
+        f"({n + 1} record errors in total, the first {MAX_LISTED_RECORD_ERRORS} listed)"
+    )
+
+
+def test_legacy_wrapper_errors_capped():
+    """Inner v1 messages of a gzip wrapper: the same cap for the legacy walk."""
+    n = MAX_LISTED_RECORD_ERRORS * 3
+    buf = build_legacy(
+        [SimpleRecord(NOW, None, b"v") for _ in range(n)],
+        magic=MAGIC_V1,
+        compression_type=CompressionType.GZIP,
+    ).buffer
+    recorder = Recorder()
+    with pytest.raises(RecordValidationError) as e:
+        run(buf, produce_version=2, config=TopicConfig(cleanup_policy=("compact",)),
+            recorder=recorder)  # fmt: skip
+    assert len(e.value.record_errors) == MAX_LISTED_RECORD_ERRORS
+    assert e.value.total == n
+    assert recorder.no_key_compacted_topic == n
 
 
 def test_inner_magic_mismatch_message():
