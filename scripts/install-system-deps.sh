@@ -2,6 +2,8 @@
 # Debian packages the integration tests need; idempotent and quick when present.
 #   kcat        librdkafka's CLI producer/consumer (real client)
 #   prometheus  the real server + promtool (metrics tests)
+#   fuse3       libfuse 3 (and fusermount3) for the power-loss tests' FUSE layer
+#               (tests/integration/powerloss/; the kernel's /dev/fuse must exist too)
 #   podman ...  building and running the container image without a Docker engine
 #               (runc: crun refuses these hosts' cgroup layout, see
 #               deploy/container/containers.conf; mmdebstrap makes the base images)
@@ -10,6 +12,7 @@ need=()
 command -v kcat >/dev/null || need+=(kcat)
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v promtool >/dev/null || need+=(prometheus)
+command -v fusermount3 >/dev/null || need+=(fuse3)
 command -v podman >/dev/null || need+=(podman uidmap fuse-overlayfs slirp4netns)
 command -v buildah >/dev/null || need+=(buildah)
 command -v runc >/dev/null || need+=(runc)

@@ -13,7 +13,8 @@ Two producers run in threads while a test kills or stops the broker:
 
 Both send at most ``rate`` records per second (so the load is still going
 when a test strikes), stop at ``max_records`` or when told to, and never
-run longer than ``max_seconds``. :func:`check_acknowledged` is the crash tests' judge.
+run longer than ``max_seconds``. :func:`check_acknowledged` and
+:func:`check_indexes` are the crash tests' judges.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.errors import ErrorCode
+from broker.log.manager import LogManager
 from broker.protocol.messages import InitProducerIdRequest
 from broker.records.builder import build_v2_batch
 from broker.records.record import SimpleRecord
@@ -260,3 +262,30 @@ def check_acknowledged(data_dir: Path, topic: str, partitions: int, acked: list[
     assert not missing, f"{len(missing)} acknowledged records lost or changed, e.g. {missing[:3]}"
     assert len({(a.partition, a.offset) for a in acked}) == len(acked), "an offset acked twice"
     return total
+
+
+def check_indexes(data_dir: Path) -> int:
+    """Open the stopped broker's log dir in process and check every index; returns
+    the number of segments checked."""
+    manager = LogManager([data_dir])
+    manager.startup()
+    segments = 0
+    try:
+        for log in manager.all_logs():
+            expected = log.segments[0].base_offset
+            for segment in log.segments:
+                segments += 1
+                segment.offset_index.sanity_check()
+                segment.time_index.sanity_check()
+                segment.offset_index.check_entries_increasing()
+                segment.time_index.check_entries_increasing()
+                for i in range(segment.offset_index.entries):
+                    entry = segment.offset_index.entry(i)
+                    found = segment.log.search_for_offset_with_size(entry.offset, entry.position)
+                    assert found is not None and found.position == entry.position, (log, entry)
+                assert segment.base_offset == expected
+                expected = segment.read_next_offset()
+            assert expected == log.log_end_offset
+    finally:
+        manager.shutdown()
+    return segments

@@ -30,7 +30,6 @@ from pathlib import Path
 
 import pytest
 
-from broker.log.manager import LogManager
 from tests.integration.harness import BrokerProcess
 from tests.integration.load import (
     Acked,
@@ -38,6 +37,7 @@ from tests.integration.load import (
     RawLoad,
     acknowledged,
     check_acknowledged,
+    check_indexes,
 )
 from tests.integration.wire import RawClient, create_topics_on_disk, fetch_records, stored_records
 
@@ -46,33 +46,6 @@ pytestmark = pytest.mark.integration
 TOPIC = "crash"
 PARTITIONS = 2
 ROUNDS = 3
-
-
-def check_indexes(data_dir: Path) -> int:
-    """Open the stopped broker's log dir in process and check every index; returns
-    the number of segments checked."""
-    manager = LogManager([data_dir])
-    manager.startup()
-    segments = 0
-    try:
-        for log in manager.all_logs():
-            expected = log.segments[0].base_offset
-            for segment in log.segments:
-                segments += 1
-                segment.offset_index.sanity_check()
-                segment.time_index.sanity_check()
-                segment.offset_index.check_entries_increasing()
-                segment.time_index.check_entries_increasing()
-                for i in range(segment.offset_index.entries):
-                    entry = segment.offset_index.entry(i)
-                    found = segment.log.search_for_offset_with_size(entry.offset, entry.position)
-                    assert found is not None and found.position == entry.position, (log, entry)
-                assert segment.base_offset == expected
-                expected = segment.read_next_offset()
-            assert expected == log.log_end_offset
-    finally:
-        manager.shutdown()
-    return segments
 
 
 def test_sigkill_under_acks_all_load_loses_nothing_acknowledged(tmp_path: Path) -> None:
