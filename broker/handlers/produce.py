@@ -64,6 +64,7 @@ from typing import cast
 from broker.errors import (
     ErrorCode,
     KafkaError,
+    KafkaStorageError,
     RecordTooLargeError,
     RecordValidationError,
 )
@@ -360,6 +361,12 @@ class ProduceHandler(RequestHandler):
                 record_errors=listed,
                 error_message=message,
             )
+        if isinstance(exc, OSError):
+            # the disk failed under the append (Kafka: KafkaStorageException from
+            # the log, KAFKA_STORAGE_ERROR for the partition), not a bug of ours
+            log.error("I/O error appending to %s: %s", partition, exc)
+            exc = KafkaStorageError(f"I/O error appending to {partition.topic}-"
+                                    f"{partition.partition}: {exc.strerror or exc}")  # fmt: skip
         if isinstance(exc, KafkaError):
             code = exc.code
             log.debug("produce to %s failed: %s: %s", partition, code.name, exc)

@@ -435,3 +435,20 @@ def test_produce_every_version_shape(broker, version):
         payload = bytes(build_v2_batch(records(2, broker.now_ms)).buffer)
     p = only_partition(broker.call(produce("t", 0, payload), version))
     assert p.error_code == 0 and p.base_offset == 0
+
+
+def test_produce_io_error_is_kafka_storage_error(broker, monkeypatch):
+    """An append the disk fails (EIO) is KAFKA_STORAGE_ERROR, as Kafka's
+    KafkaStorageException, not UNKNOWN_SERVER_ERROR."""
+    from broker.log.unified_log import UnifiedLog
+
+    create(broker, "t")
+
+    def failing_append(self, records):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(UnifiedLog, "append", failing_append)
+    batch = bytes(build_v2_batch(records(2, broker.now_ms)).buffer)
+    p = only_partition(broker.call(produce("t", 0, batch), 9))
+    assert p.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert p.error_message == "I/O error appending to t-0: Input/output error"
