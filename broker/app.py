@@ -26,6 +26,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -68,6 +69,20 @@ def wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+#: nice value of the offload threads (Linux schedules threads, so it is theirs alone)
+OFFLOAD_NICE = 10
+
+
+def _lower_thread_priority() -> None:
+    """Run this (worker) thread at a lower CPU priority than the event loop:
+    a costly validation must not delay the loop when both want the same
+    core; the scheduler then preempts the worker as soon as the loop wakes."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), OFFLOAD_NICE)
+    except OSError as exc:  # not permitted in some sandboxes: run at normal priority
+        log.warning("cannot lower the priority of offload thread: %s", exc)
+
+
 class BrokerApp:
     """The running broker; :meth:`start` then :meth:`serve_forever`."""
 
@@ -106,7 +121,9 @@ class BrokerApp:
         self.metrics.log_provider = self._log_samples
         # produce validations too costly for the event loop (broker/partition/partition.py)
         self._offload_pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=int(cfg.get("produce.offload.threads")), thread_name_prefix="validate"
+            max_workers=int(cfg.get("produce.offload.threads")),
+            thread_name_prefix="validate",
+            initializer=_lower_thread_priority,
         )
         pool = self._offload_pool
 

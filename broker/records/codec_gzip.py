@@ -88,7 +88,7 @@ def decompress(data: memoryview, max_size: int) -> bytes | bytearray:
         header_end = _header_end(data, 0)
     except _BadHeader as exc:
         raise corrupt(NAME, str(exc)) from None
-    expected = _expected_size(data)
+    expected = expected_size(data)
     if expected > 0 and 2 * (expected + 1) <= max_size:
         whole = _single_member(data, header_end, expected)
         if whole is not None:
@@ -135,7 +135,7 @@ def _next_header_end(data: memoryview, pos: int) -> int | None:
         return None
 
 
-def _expected_size(data: memoryview) -> int:
+def expected_size(data: memoryview) -> int:
     """The output size to allocate up front: the last member's ISIZE (the
     whole output for the usual single member), never more than deflate can
     produce from this input (1032:1). Only a hint: the output is bounded

@@ -136,6 +136,18 @@ def decompress(
         raise corrupt(codec.name.lower(), f"undecodable stream ({exc!r})") from None
 
 
+def size_hint(compression_type: int, data: ReadableBuffer) -> int:
+    """What the stream says it decompresses to, where a decoder would only
+    learn it by stepping through the stream: gzip's ISIZE (mod 2^32, and
+    a liar's word; the bound is still enforced while decoding). 0 when the
+    codec checks its declared sizes itself before decoding (snappy, zstd,
+    lz4) or the stream says nothing. A caller uses it to decide where to
+    decode (``validator/inline.py``), never to accept or refuse a stream."""
+    if compression_type == CompressionType.GZIP:
+        return codec_gzip.expected_size(_byte_view(data))
+    return 0
+
+
 def default_level(compression_type: int) -> int:
     """Kafka's default level of a codec: gzip -1 (= zlib 6), lz4 9, zstd 3."""
     codec = _codec(compression_type)

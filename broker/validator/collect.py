@@ -58,6 +58,8 @@ def _decompress(
     """The batch's records, decompressed within the bound, and within the
     inline budget when there is one (else :class:`OffloadRequired`)."""
     bound = decompression_bound(ctx.inline_budget, codec, ctx.max_decompressed_bytes)
+    if bound < ctx.max_decompressed_bytes and codecs.size_hint(codec, payload) > bound:
+        raise OffloadRequired(f"a stream that says it inflates past {bound} bytes")
     try:
         return codecs.decompress(codec, payload, max_size=bound, magic=magic)
     except DecompressedSizeExceeded:

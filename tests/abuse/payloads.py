@@ -25,6 +25,7 @@ inside. They are the cases issue 18 measured against the broker at bed2236:
 
 from __future__ import annotations
 
+import random
 import struct
 import time
 import zlib
@@ -133,3 +134,66 @@ def inflated_size(records: bytes) -> int:
             codec, memoryview(records)[34 : 34 + value_len], max_size=1 << 31, magic=1
         )
     )
+
+
+def codec_bomb(codec: int, inflated_bytes: int = 70 << 20) -> bytes:
+    """One v2 batch of ``codec`` holding one record whose value is
+    ``inflated_bytes`` zeros: past the default 64 MiB decompression bound,
+    so the answer is INVALID_RECORD ("decompressed size exceeds the limit")
+    after the broker decoded up to the bound."""
+    from broker.records.record import encode_v2_record
+
+    body = encode_v2_record(0, 0, b"k", bytes(inflated_bytes))
+    return bytes(
+        assemble_v2_batch(
+            body,
+            num_records=1,
+            base_offset=0,
+            last_offset_delta=0,
+            base_timestamp=int(time.time() * 1000),
+            max_timestamp=int(time.time() * 1000),
+            compression_type=codec,
+        )
+    )
+
+
+def short_count_bomb(count: int = 4_000_000) -> bytes:
+    """A zstd batch that declares ``count`` records (consistent with its
+    last offset delta) but holds one record fewer: the walk reads them all
+    and finds the end early (INVALID_RECORD, "premature EOF")."""
+    ts = int(time.time() * 1000)
+    return bytes(
+        assemble_v2_batch(
+            _KEYLESS_RECORD * (count - 1),
+            num_records=count,
+            base_offset=0,
+            last_offset_delta=count - 1,
+            base_timestamp=ts,
+            max_timestamp=ts,
+            compression_type=CompressionType.ZSTD,
+            level=19,
+        )
+    )
+
+
+def mutated(batch: bytes, rng: random.Random, flips: int = 3) -> bytes:
+    """``batch`` (one v2 batch) with ``flips`` random bytes changed after the
+    CRC field and the CRC recomputed, so that the broker's CRC check passes
+    and its structure checks meet the damage."""
+    from broker.records.batch import write_crc
+
+    out = bytearray(batch)
+    for _ in range(flips):
+        out[rng.randrange(21, len(out))] = rng.randrange(256)
+    write_crc(out, 0, len(out))
+    return bytes(out)
+
+
+def mutated_legacy(entry: bytes, rng: random.Random, flips: int = 3) -> bytes:
+    """One legacy entry (a v0/v1 message or a compressed wrapper) with bytes
+    changed after its CRC field and the CRC-32 recomputed."""
+    out = bytearray(entry)
+    for _ in range(flips):
+        out[rng.randrange(16, len(out))] = rng.randrange(256)
+    out[12:16] = zlib.crc32(out[16:]).to_bytes(4, "big")
+    return bytes(out)
