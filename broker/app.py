@@ -39,6 +39,7 @@ from broker.handlers.registry import HandlerRegistry
 from broker.log.errors import LogDirLockedError
 from broker.log.manager import LogManager
 from broker.metrics import BrokerMetrics, LogSample, NullMetrics
+from broker.partition.partition import OffloadResult
 from broker.partition.producer_ids import ProducerIdManager
 from broker.partition.replica_manager import ReplicaManager
 from broker.records import scan
@@ -48,7 +49,6 @@ from broker.server.file_region import write_file_region
 from broker.server.group_commit import GroupCommit
 from broker.server.http import OpsEndpoint
 from broker.server.listener import advertised_host, parse_listeners, start_listener
-from broker.validator import ValidationResult
 
 log = logging.getLogger("broker")
 
@@ -127,7 +127,7 @@ class BrokerApp:
         )
         pool = self._offload_pool
 
-        def offload(fn: Callable[[], ValidationResult]) -> Awaitable[ValidationResult]:
+        def offload(fn: Callable[[], OffloadResult]) -> Awaitable[OffloadResult]:
             return loop.run_in_executor(pool, fn)
 
         self.replica_manager = replica_manager = ReplicaManager(

@@ -25,8 +25,8 @@ from broker.errors import (
 from broker.log.files import TopicPartition
 from broker.log.manager import LogManager
 from broker.log.unified_log import UnifiedLog
-from broker.partition.partition import Offload, Partition, run_here
-from broker.validator import MetricsRecorder, ValidationResult
+from broker.partition.partition import Offload, OffloadResult, Partition, run_here
+from broker.validator import MetricsRecorder
 
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -64,7 +64,7 @@ class ReplicaManager:
         recorder: MetricsRecorder,
         time_ms: Callable[[], int],
         max_decompressed_bytes: int | None = None,
-        offload: Offload[ValidationResult] = run_here,
+        offload: Offload[OffloadResult] = run_here,
         inline_budget: int | None = None,
     ) -> None:
         self.log_manager = log_manager
