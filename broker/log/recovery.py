@@ -10,7 +10,10 @@
 3. after an unclean shutdown, recover every segment from the one holding
    the recovery point to the end (:func:`recover_segment`). The first
    segment that loses bytes ends the loop and **every later segment is
-   deleted**, as Kafka does (their offsets would no longer follow);
+   deleted**, as Kafka does (their offsets would no longer follow). Each
+   cut and each such deletion is a WARNING naming the partition, the files,
+   the offset truncated to and the bytes dropped, and goes to the caller's
+   recorder (``recovery_report.py``);
 4. log end offset < checkpointed log start offset: everything is deleted
    and a fresh segment starts at the log start offset; no segment at all:
    one is created at the log start offset;
@@ -42,6 +45,12 @@ from broker.log.leader_epoch import LeaderEpochCache
 from broker.log.log_segments import LogSegments
 from broker.log.producer_state import ProducerStateManager
 from broker.log.record_times import parse_end_txn_marker
+from broker.log.recovery_report import (
+    NullRecoveryRecorder,
+    RecoveryRecorder,
+    report_deleted_segments,
+    report_truncated_segment,
+)
 from broker.log.results import TimestampOffset
 from broker.log.scan import scan_segment
 from broker.log.segment import LogSegment, TimeMs, wall_clock_ms
@@ -62,6 +71,8 @@ class RecoverResult(NamedTuple):
     truncated_bytes: int
     next_offset: int
     error: str | None
+    #: the segment's size after the cut (the byte offset of the first invalid byte)
+    valid_bytes: int
 
 
 def apply_producer_batch(
@@ -137,7 +148,7 @@ def recover_segment(
     time_index.maybe_append(scan.max_ts, scan.offset_of_max_ts, skip_full_check=True)
     time_index.trim_to_valid_size()
     next_offset = scan.last_offset + 1 if scan.valid_end > 0 else segment.base_offset
-    return RecoverResult(truncated, next_offset, scan.error)
+    return RecoverResult(truncated, next_offset, scan.error, scan.valid_end)
 
 
 #: recovery reads a segment in pieces of this size (large sequential reads;
@@ -333,6 +344,7 @@ class LoadedLog:
     producer_state: ProducerStateManager
     leader_epoch_cache: LeaderEpochCache
     recovered_segments: int = 0
+    #: bytes recovery removed: cut tails and the segments deleted after a cut
     truncated_bytes: int = 0
 
 
@@ -405,6 +417,20 @@ def _delete_segments(
         psm.delete_snapshot(segment.base_offset)
 
 
+def _report_cut(
+    directory: Path, segment: LogSegment, result: RecoverResult, recorder: RecoveryRecorder
+) -> None:
+    report_truncated_segment(
+        directory,
+        segment,
+        result.next_offset,
+        result.valid_bytes,
+        result.truncated_bytes,
+        result.error,
+        recorder,
+    )
+
+
 def load_log(  # noqa: PLR0917
     directory: Path,
     config: TopicConfig,
@@ -413,8 +439,13 @@ def load_log(  # noqa: PLR0917
     had_clean_shutdown: bool,
     time_ms: TimeMs = wall_clock_ms,
     producer_id_expiration_ms: int = 86_400_000,
+    recovery_recorder: RecoveryRecorder | None = None,
 ) -> LoadedLog:
-    """Open (and if needed recover) the partition log in ``directory``."""
+    """Open (and if needed recover) the partition log in ``directory``.
+
+    Every cut and every segment deleted after one is logged as a WARNING and
+    reported to ``recovery_recorder`` (``broker/log/recovery_report.py``).
+    """
     _remove_temp_files_and_swap(directory, config, time_ms)
     epoch_cache = LeaderEpochCache(directory)
     segments = LogSegments()
@@ -444,14 +475,19 @@ def load_log(  # noqa: PLR0917
     # rebuilt twice (an untrimmed active segment always fails the checks)
     unflushed_from = segments.values(recovery_point_checkpoint, 2**63 - 1)
     first_unflushed = unflushed_from[0].base_offset if unflushed_from else 2**63 - 1
+    recorder: RecoveryRecorder = recovery_recorder or NullRecoveryRecorder()
+    truncated_total = 0
     for segment, reason in needs_rebuild:
         if had_clean_shutdown or segment.base_offset < first_unflushed:
             logger.warning("Rebuilding the indexes of %s: %s", segment.log.path, reason)
-            recover_segment(segment, None, epoch_cache)
+            result = recover_segment(segment, None, epoch_cache)
+            if result.truncated_bytes > 0:
+                # Kafka ignores what this rebuild cuts (LogLoader.loadSegmentFiles); we say it
+                truncated_total += result.truncated_bytes
+                _report_cut(directory, segment, result, recorder)
 
     recovery_psm = ProducerStateManager(directory, producer_id_expiration_ms)
     recovered = 0
-    truncated_total = 0
     if not had_clean_shutdown:
         unflushed = segments.values(recovery_point_checkpoint, 2**63 - 1)
         if unflushed:
@@ -468,15 +504,12 @@ def load_log(  # noqa: PLR0917
             recovered += 1
             recovery_psm.take_snapshot()
             if result.truncated_bytes > 0:
+                # LogLoader.recoverLog: "we had an invalid message, delete all remaining log"
                 truncated_total += result.truncated_bytes
+                _report_cut(directory, segment, result, recorder)
                 remaining = unflushed[i + 1 :]
-                if remaining:
-                    logger.warning(
-                        "Corruption found in segment %d, deleting %d later segments",
-                        segment.base_offset,
-                        len(remaining),
-                    )
-                    _delete_segments(segments, remaining, recovery_psm)
+                truncated_total += report_deleted_segments(directory, remaining, recorder)
+                _delete_segments(segments, remaining, recovery_psm)
                 break
 
     log_end_offset: int | None = None

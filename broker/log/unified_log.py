@@ -44,6 +44,7 @@ from broker.log.local_log import FlushRecorder, LocalLog
 from broker.log.producer_state import ProducerStateManager
 from broker.log.record_times import offset_of_max_timestamp
 from broker.log.recovery import load_log, rebuild_producer_state
+from broker.log.recovery_report import RecoveryRecorder
 from broker.log.results import LogAppendResult
 from broker.log.segment import FetchDataInfo, LogOffsetMetadata, LogSegment, TimeMs, wall_clock_ms
 from broker.records.batch import (
@@ -225,8 +226,10 @@ class UnifiedLog(UnifiedLogSlots):
         flush_recorder: FlushRecorder | None = None,
         topic_id: bytes | None = None,
         delete_scheduler: Callable[[int, list[LogSegment]], None] | None = None,
+        recovery_recorder: RecoveryRecorder | None = None,
     ) -> UnifiedLog:
-        """Create or load the log in ``directory`` (``<topic>-<partition>``)."""
+        """Create or load the log in ``directory`` (``<topic>-<partition>``);
+        what recovery cuts goes to ``recovery_recorder`` (and the log)."""
         directory.mkdir(parents=True, exist_ok=True)
         loaded = load_log(
             directory,
@@ -236,6 +239,7 @@ class UnifiedLog(UnifiedLogSlots):
             had_clean_shutdown,
             time_ms,
             producer_id_expiration_ms,
+            recovery_recorder,
         )
         local = LocalLog(
             directory,
