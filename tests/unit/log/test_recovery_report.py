@@ -3,7 +3,8 @@ the offset truncated to and the bytes dropped, and the same facts reported to
 the recorder (``broker/log/recovery_report.py``), for a torn last batch, a
 batch failing its CRC in the middle of a segment (the later segments go too),
 garbage after the last batch, and a segment whose indexes are rebuilt after a
-clean shutdown."""
+clean shutdown. A LogManager loading with several threads reports into the
+broker's metrics registry."""
 
 from __future__ import annotations
 
@@ -13,9 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import TopicConfig
+from broker.config import BrokerConfig, TopicConfig
 from broker.log import files
+from broker.log.checkpoints import CleanShutdownFile
+from broker.log.files import TopicPartition
+from broker.log.manager import LogManager
 from broker.log.unified_log import UnifiedLog
+from broker.metrics import BrokerMetrics
 from tests.unit.log.batches import v2_batch
 from tests.unit.log.helpers import MockTime
 
@@ -202,3 +207,33 @@ def test_nothing_is_reported_when_nothing_is_cut(
     assert recorder.truncations == [] and recorder.deleted == []
     assert warnings_of(caplog) == []
     log.close()
+
+
+def test_the_log_manager_reports_into_the_metrics_registry(tmp_path: Path) -> None:
+    metrics = BrokerMetrics(records_implementation="python", event_loop="asyncio", version="0")
+    d = tmp_path / "d"
+    config = BrokerConfig({"num.recovery.threads.per.data.dir": 3})
+    manager = LogManager([d], config)
+    manager.startup()
+    torn: dict[TopicPartition, int] = {}
+    for p in range(4):
+        tp = TopicPartition("m", p)
+        log = manager.get_or_create_log(tp)
+        for i in range(3):
+            log.append(v2_batch(i, [b"y" * 30]))
+        if p % 2 == 0:
+            torn[tp] = log.active_segment.size - 10
+    for lg in manager.all_logs():
+        lg.close_handlers()
+    manager._release_locks()  # a crash
+    for tp, cut_at in torn.items():
+        os.truncate(files.log_file(d / f"{tp.topic}-{tp.partition}", 0), cut_at)
+    assert not CleanShutdownFile(d).exists()
+    manager = LogManager([d], config, recovery_recorder=metrics.recovery_recorder)
+    manager.startup()
+    text = metrics.render().decode()
+    manager.shutdown()
+    batch = len(v2_batch(0, [b"y" * 30]))
+    assert "kafka_log_recovery_truncations_total 2.0" in text
+    assert f"kafka_log_recovery_dropped_bytes_total {float(2 * (batch - 10))}" in text
+    assert "kafka_log_recovery_deleted_segments_total 0.0" in text
