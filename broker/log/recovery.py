@@ -21,7 +21,8 @@
    min(checkpointed recovery point, LEO); the active segment's indexes are
    grown back to ``segment.index.bytes``; leader epochs are cut to
    [log start, LEO); producer state is rebuilt from the latest snapshot and
-   the log after it.
+   the log after it, and each producer's last five batches are read back
+   from before the snapshot (``producer_tail.py``; Kafka keeps one).
 
 :func:`recover_segment` is the fast path that must stay within 2x of
 reading the files: the ``.log`` read in 2 MB pieces into one buffer, a
@@ -44,10 +45,12 @@ from broker.log.errors import CorruptIndexError
 from broker.log.leader_epoch import LeaderEpochCache
 from broker.log.log_segments import LogSegments
 from broker.log.producer_state import ProducerStateManager
+from broker.log.producer_tail import NOTHING_READ, TailScan, restore_batch_metadata
 from broker.log.record_times import parse_end_txn_marker
 from broker.log.recovery_report import (
     NullRecoveryRecorder,
     RecoveryRecorder,
+    log_identifier,
     report_deleted_segments,
     report_truncated_segment,
 )
@@ -305,10 +308,17 @@ def rebuild_producer_state(  # noqa: PLR0917
     last_offset: int,
     reload_from_clean_shutdown: bool,
     now_ms: int,
-) -> None:
+    restore_last_batches: bool = True,
+) -> TailScan:
     """``UnifiedLog.rebuildProducerState``: from the latest snapshot <= last_offset
     and the log after it; after a clean shutdown without snapshots, empty
-    snapshots at the last two segment bases and ``last_offset`` instead."""
+    snapshots at the last two segment bases and ``last_offset`` instead.
+
+    Beyond Kafka: when the state was reloaded from a snapshot and
+    ``restore_last_batches``, each producer's batches before the snapshot
+    are read back up to five (``producer_tail.py``; returns what that read),
+    so a retry of any of a producer's last five batches stays a duplicate
+    across restarts."""
     offsets_to_snapshot: list[int] = []
     last = segments.last_segment
     if last is not None:
@@ -321,9 +331,10 @@ def rebuild_producer_state(  # noqa: PLR0917
         for offset in offsets_to_snapshot:
             producer_state.update_map_end_offset(offset)
             producer_state.take_snapshot()
-        return
+        return NOTHING_READ
     empty_before = producer_state.is_empty and producer_state.map_end_offset >= last_offset
-    producer_state.truncate_and_reload(log_start_offset, last_offset, now_ms)
+    reloaded = producer_state.truncate_and_reload(log_start_offset, last_offset, now_ms)
+    loaded_from = producer_state.map_end_offset
     if last_offset > producer_state.map_end_offset and not empty_before:
         for segment in segments.values(producer_state.map_end_offset, last_offset):
             start = max(segment.base_offset, producer_state.map_end_offset, log_start_offset)
@@ -333,6 +344,9 @@ def rebuild_producer_state(  # noqa: PLR0917
             replay_segment_producers(producer_state, segment, start, last_offset)
     producer_state.update_map_end_offset(last_offset)
     producer_state.take_snapshot()
+    if not (reloaded and restore_last_batches):
+        return NOTHING_READ
+    return restore_batch_metadata(producer_state, segments, log_start_offset, loaded_from)
 
 
 @dataclass
@@ -346,6 +360,8 @@ class LoadedLog:
     recovered_segments: int = 0
     #: bytes recovery removed: cut tails and the segments deleted after a cut
     truncated_bytes: int = 0
+    #: what restoring the producers' last batches read (producer_tail.py)
+    tail_scan: TailScan = NOTHING_READ
 
 
 def _remove_temp_files_and_swap(directory: Path, config: TopicConfig, time_ms: TimeMs) -> None:
@@ -498,6 +514,7 @@ def load_log(  # noqa: PLR0917
                 unflushed[0].base_offset,
                 False,
                 time_ms(),
+                restore_last_batches=False,  # only snapshots are kept of this state
             )
         for i, segment in enumerate(unflushed):
             result = recover_segment(segment, recovery_psm, epoch_cache)
@@ -552,9 +569,16 @@ def load_log(  # noqa: PLR0917
 
     producer_state = ProducerStateManager(directory, producer_id_expiration_ms)
     producer_state.remove_stray_snapshots(segments.base_offsets)
-    rebuild_producer_state(
+    tail_scan = rebuild_producer_state(
         producer_state, segments, log_start_offset, log_end_offset, had_clean_shutdown, time_ms()
     )
+    if tail_scan.batches_restored:
+        logger.debug(
+            "%sRestored %d producer batches from %d bytes before the producer snapshot",
+            log_identifier(directory),
+            tail_scan.batches_restored,
+            tail_scan.bytes_read,
+        )
     return LoadedLog(
         segments,
         log_start_offset,
@@ -564,4 +588,5 @@ def load_log(  # noqa: PLR0917
         epoch_cache,
         recovered,
         truncated_total,
+        tail_scan,
     )

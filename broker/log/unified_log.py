@@ -42,6 +42,7 @@ from broker.log.file_records import TimestampAndOffset
 from broker.log.leader_epoch import LeaderEpochCache
 from broker.log.local_log import FlushRecorder, LocalLog
 from broker.log.producer_state import ProducerStateManager
+from broker.log.producer_tail import NOTHING_READ
 from broker.log.record_times import offset_of_max_timestamp
 from broker.log.recovery import load_log, rebuild_producer_state
 from broker.log.recovery_report import RecoveryRecorder
@@ -180,6 +181,7 @@ class UnifiedLog(UnifiedLogSlots):
     __slots__ = (
         "_pending_roll_flush",
         "recovered_segments",
+        "tail_scan",
         "topic_id",
         "truncated_bytes",
     )
@@ -211,6 +213,8 @@ class UnifiedLog(UnifiedLogSlots):
         #: what opening found (set by ``open`` after recovery)
         self.recovered_segments = 0
         self.truncated_bytes = 0
+        #: what reading back the producers' last batches at open read (producer_tail.py)
+        self.tail_scan = NOTHING_READ
 
     @classmethod
     def open(
@@ -271,6 +275,7 @@ class UnifiedLog(UnifiedLogSlots):
         )
         log.recovered_segments = loaded.recovered_segments
         log.truncated_bytes = loaded.truncated_bytes
+        log.tail_scan = loaded.tail_scan
         return log
 
     # ---- properties -------------------------------------------------------------------------
