@@ -98,8 +98,13 @@ class BrokerApp:
         self.meters: BrokerMetrics | NullMetrics = (
             self.metrics if config.get("metrics.enabled") else NullMetrics(self.metrics)
         )
+        # recovery's counts go to the real registry even with metrics.enabled=false:
+        # they are recorded once at start-up, never on the request path
         self.log_manager = LogManager(
-            config.log_dirs, config, flush_recorder=self.meters.flush_recorder
+            config.log_dirs,
+            config,
+            flush_recorder=self.meters.flush_recorder,
+            recovery_recorder=self.metrics.recovery_recorder,
         )
         self.ops = OpsEndpoint(self.metrics.render)
         self.group_commit = GroupCommit()

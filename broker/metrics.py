@@ -7,7 +7,7 @@ histograms stay histograms. The JMX name behind each one is in
 ``docs/metrics.md``.
 
 Lower layers never see prometheus_client: they get small recorder objects
-(:class:`ValidatorRecorder`, :class:`FlushRecorder`) or per-topic /
+(:class:`ValidatorRecorder`, :class:`FlushRecorder`, :class:`RecoveryRecorder`) or per-topic /
 per-request bundles whose labelled children are bound once
 (:meth:`BrokerMetrics.topic`, :meth:`BrokerMetrics.request`), so the hot path
 pays one ``inc``/``observe`` per batch or per request, never per record.
@@ -19,7 +19,7 @@ The counters and histograms the event loop updates are ``broker.meters``
 objects (no lock, a C bisect per observation: 0.1-0.2 us instead of 0.4-0.8 us),
 exposed by :class:`_MeterCollector` under the same names, types and units
 prometheus_client would give them; metrics fed from other threads (the log
-flush timer) stay prometheus_client's locked ones.
+flush timer, log recovery's counts) stay prometheus_client's locked ones.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
+from prometheus_client import Counter as PromCounter
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -135,6 +136,27 @@ class FlushRecorder:
 
     def record_flush(self, seconds: float) -> None:
         self._hist.observe(seconds)
+
+
+class RecoveryRecorder:
+    """What log recovery removed at start-up (``broker.log.recovery_report``).
+
+    Kafka has no metric for it, only log lines. Recovery runs in the log
+    loader's worker threads, so these are prometheus_client's locked counters.
+    """
+
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        self._truncations = metrics.log_recovery_truncations
+        self._deleted = metrics.log_recovery_deleted_segments
+        self._bytes = metrics.log_recovery_dropped_bytes
+
+    def record_truncation(self, bytes_dropped: int) -> None:
+        self._truncations.inc()
+        self._bytes.inc(bytes_dropped)
+
+    def record_deleted_segments(self, segments: int, bytes_dropped: int) -> None:
+        self._deleted.inc(segments)
+        self._bytes.inc(bytes_dropped)
 
 
 @dataclass(frozen=True)
@@ -445,6 +467,25 @@ class BrokerMetrics:
             registry=r,
             buckets=TIME_BUCKETS,
         )
+        # log recovery (no Kafka meter: LogLoader only logs what it cuts)
+        self.log_recovery_truncations = PromCounter(
+            "log_recovery_truncations",
+            "Segments whose invalid or torn tail log recovery cut at start-up.",
+            namespace=ns,
+            registry=r,
+        )
+        self.log_recovery_deleted_segments = PromCounter(
+            "log_recovery_deleted_segments",
+            "Segments log recovery deleted because an earlier segment of the partition was cut.",
+            namespace=ns,
+            registry=r,
+        )
+        self.log_recovery_dropped_bytes = PromCounter(
+            "log_recovery_dropped_bytes",
+            "Bytes log recovery removed: cut tails and the segments deleted after them.",
+            namespace=ns,
+            registry=r,
+        )
         # network
         self.connections = Gauge(
             "network_connections", "Open client connections.", namespace=ns, registry=r
@@ -465,6 +506,7 @@ class BrokerMetrics:
 
         self.validator_recorder = ValidatorRecorder(self)
         self.flush_recorder = FlushRecorder(self)
+        self.recovery_recorder = RecoveryRecorder(self)
         self._topics: dict[str, TopicMetrics] = {}
         self._requests: dict[tuple[str, int], RequestMetrics] = {}
         self._clients: dict[tuple[str, str, str], Counter] = {}
@@ -599,6 +641,12 @@ class _NullRecorder:
     def record_flush(self, seconds: float) -> None:
         pass
 
+    def record_truncation(self, bytes_dropped: int) -> None:
+        pass
+
+    def record_deleted_segments(self, segments: int, bytes_dropped: int) -> None:
+        pass
+
 
 class NullMetrics:
     """The same interface as :class:`BrokerMetrics`, recording nothing.
@@ -614,6 +662,7 @@ class NullMetrics:
         recorder = _NullRecorder()
         self.validator_recorder = recorder
         self.flush_recorder = recorder
+        self.recovery_recorder = recorder
         self.connections = noop
         self.connections_created = noop
         self._topic = TopicMetrics(*([noop] * 10))  # type: ignore[arg-type]

@@ -54,6 +54,7 @@ from broker.log.config_store import TopicConfigStore
 from broker.log.errors import CheckpointError, LogDirLockedError
 from broker.log.files import TopicPartition
 from broker.log.local_log import FlushRecorder
+from broker.log.recovery_report import RecoveryRecorder
 from broker.log.segment import TimeMs, wall_clock_ms
 from broker.log.unified_log import UnifiedLog
 
@@ -126,11 +127,13 @@ class LogManager:
         *,
         time_ms: TimeMs = wall_clock_ms,
         flush_recorder: FlushRecorder | None = None,
+        recovery_recorder: RecoveryRecorder | None = None,
     ) -> None:
         self.broker_config = broker_config or BrokerConfig()
         self.log_dirs = [Path(d).absolute() for d in log_dirs]
         self._time_ms = time_ms
         self._flush_recorder = flush_recorder
+        self._recovery_recorder = recovery_recorder
         self._logs: dict[TopicPartition, UnifiedLog] = {}
         self._topic_ids: dict[str, bytes] = {}
         self._locks: list[DirLock] = []
@@ -324,6 +327,7 @@ class LogManager:
             producer_id_expiration_ms=int(self.broker_config.get("producer.id.expiration.ms")),
             flush_recorder=self._flush_recorder,
             topic_id=topic_id,
+            recovery_recorder=self._recovery_recorder,
         )
 
     # ---- queries --------------------------------------------------------------------------------

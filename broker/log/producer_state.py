@@ -23,8 +23,9 @@ end offset, exclusive), big-endian, reference §3.7::
       CurrentTxnFirstOffset Int64   -1 when no transaction is open
 
 Only the last batch of each producer is persisted; the 5-batch cache is
-refilled by replaying the log from the snapshot offset. An empty snapshot
-is ``00 01 48 67 4B C7 00 00 00 00``.
+refilled by replaying the log from the snapshot offset and, unlike Kafka,
+by reading the batches just before it back (``producer_tail.py``). An empty
+snapshot is ``00 01 48 67 4B C7 00 00 00 00``.
 
 Threading: owned by the partition's log thread (the flusher only fsyncs
 snapshot files by path).
@@ -441,18 +442,20 @@ class ProducerStateManager(ProducerStateSlots):
         self._last_snap_offset = log_start_offset
         self._last_map_offset = log_start_offset
 
-    def truncate_and_reload(self, log_start_offset: int, log_end_offset: int, now_ms: int) -> None:
+    def truncate_and_reload(self, log_start_offset: int, log_end_offset: int, now_ms: int) -> bool:
         """``truncateAndReload``: drop snapshots outside (log start, log end],
         then, if the state is not at ``log_end_offset`` already, reload from
-        the latest remaining snapshot (the caller replays the log after it)."""
+        the latest remaining snapshot (the caller replays the log after it).
+        True if it reloaded (the map end offset is then the snapshot's)."""
         for snap in list(self._snapshots):
             if snap > log_end_offset or snap <= log_start_offset:
                 self._remove_snapshot(snap)
         if log_end_offset != self._last_map_offset:
             self._producers.clear()
             self._load_from_snapshot(log_start_offset, now_ms)
-        else:
-            self.on_log_start_offset_incremented(log_start_offset)
+            return True
+        self.on_log_start_offset_incremented(log_start_offset)
+        return False
 
     def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
         self._last_map_offset = max(self._last_map_offset, log_start_offset)

@@ -10,7 +10,10 @@
 3. after an unclean shutdown, recover every segment from the one holding
    the recovery point to the end (:func:`recover_segment`). The first
    segment that loses bytes ends the loop and **every later segment is
-   deleted**, as Kafka does (their offsets would no longer follow);
+   deleted**, as Kafka does (their offsets would no longer follow). Each
+   cut and each such deletion is a WARNING naming the partition, the files,
+   the offset truncated to and the bytes dropped, and goes to the caller's
+   recorder (``recovery_report.py``);
 4. log end offset < checkpointed log start offset: everything is deleted
    and a fresh segment starts at the log start offset; no segment at all:
    one is created at the log start offset;
@@ -18,7 +21,8 @@
    min(checkpointed recovery point, LEO); the active segment's indexes are
    grown back to ``segment.index.bytes``; leader epochs are cut to
    [log start, LEO); producer state is rebuilt from the latest snapshot and
-   the log after it.
+   the log after it, and each producer's last five batches are read back
+   from before the snapshot (``producer_tail.py``; Kafka keeps one).
 
 :func:`recover_segment` is the fast path that must stay within 2x of
 reading the files: the ``.log`` read in 2 MB pieces into one buffer, a
@@ -41,7 +45,15 @@ from broker.log.errors import CorruptIndexError
 from broker.log.leader_epoch import LeaderEpochCache
 from broker.log.log_segments import LogSegments
 from broker.log.producer_state import ProducerStateManager
+from broker.log.producer_tail import NOTHING_READ, TailScan, restore_batch_metadata
 from broker.log.record_times import parse_end_txn_marker
+from broker.log.recovery_report import (
+    NullRecoveryRecorder,
+    RecoveryRecorder,
+    log_identifier,
+    report_deleted_segments,
+    report_truncated_segment,
+)
 from broker.log.results import TimestampOffset
 from broker.log.scan import scan_segment
 from broker.log.segment import LogSegment, TimeMs, wall_clock_ms
@@ -62,6 +74,8 @@ class RecoverResult(NamedTuple):
     truncated_bytes: int
     next_offset: int
     error: str | None
+    #: the segment's size after the cut (the byte offset of the first invalid byte)
+    valid_bytes: int
 
 
 def apply_producer_batch(
@@ -137,7 +151,7 @@ def recover_segment(
     time_index.maybe_append(scan.max_ts, scan.offset_of_max_ts, skip_full_check=True)
     time_index.trim_to_valid_size()
     next_offset = scan.last_offset + 1 if scan.valid_end > 0 else segment.base_offset
-    return RecoverResult(truncated, next_offset, scan.error)
+    return RecoverResult(truncated, next_offset, scan.error, scan.valid_end)
 
 
 #: recovery reads a segment in pieces of this size (large sequential reads;
@@ -294,10 +308,17 @@ def rebuild_producer_state(  # noqa: PLR0917
     last_offset: int,
     reload_from_clean_shutdown: bool,
     now_ms: int,
-) -> None:
+    restore_last_batches: bool = True,
+) -> TailScan:
     """``UnifiedLog.rebuildProducerState``: from the latest snapshot <= last_offset
     and the log after it; after a clean shutdown without snapshots, empty
-    snapshots at the last two segment bases and ``last_offset`` instead."""
+    snapshots at the last two segment bases and ``last_offset`` instead.
+
+    Beyond Kafka: when the state was reloaded from a snapshot and
+    ``restore_last_batches``, each producer's batches before the snapshot
+    are read back up to five (``producer_tail.py``; returns what that read),
+    so a retry of any of a producer's last five batches stays a duplicate
+    across restarts."""
     offsets_to_snapshot: list[int] = []
     last = segments.last_segment
     if last is not None:
@@ -310,9 +331,10 @@ def rebuild_producer_state(  # noqa: PLR0917
         for offset in offsets_to_snapshot:
             producer_state.update_map_end_offset(offset)
             producer_state.take_snapshot()
-        return
+        return NOTHING_READ
     empty_before = producer_state.is_empty and producer_state.map_end_offset >= last_offset
-    producer_state.truncate_and_reload(log_start_offset, last_offset, now_ms)
+    reloaded = producer_state.truncate_and_reload(log_start_offset, last_offset, now_ms)
+    loaded_from = producer_state.map_end_offset
     if last_offset > producer_state.map_end_offset and not empty_before:
         for segment in segments.values(producer_state.map_end_offset, last_offset):
             start = max(segment.base_offset, producer_state.map_end_offset, log_start_offset)
@@ -322,6 +344,9 @@ def rebuild_producer_state(  # noqa: PLR0917
             replay_segment_producers(producer_state, segment, start, last_offset)
     producer_state.update_map_end_offset(last_offset)
     producer_state.take_snapshot()
+    if not (reloaded and restore_last_batches):
+        return NOTHING_READ
+    return restore_batch_metadata(producer_state, segments, log_start_offset, loaded_from)
 
 
 @dataclass
@@ -333,7 +358,10 @@ class LoadedLog:
     producer_state: ProducerStateManager
     leader_epoch_cache: LeaderEpochCache
     recovered_segments: int = 0
+    #: bytes recovery removed: cut tails and the segments deleted after a cut
     truncated_bytes: int = 0
+    #: what restoring the producers' last batches read (producer_tail.py)
+    tail_scan: TailScan = NOTHING_READ
 
 
 def _remove_temp_files_and_swap(directory: Path, config: TopicConfig, time_ms: TimeMs) -> None:
@@ -405,6 +433,20 @@ def _delete_segments(
         psm.delete_snapshot(segment.base_offset)
 
 
+def _report_cut(
+    directory: Path, segment: LogSegment, result: RecoverResult, recorder: RecoveryRecorder
+) -> None:
+    report_truncated_segment(
+        directory,
+        segment,
+        result.next_offset,
+        result.valid_bytes,
+        result.truncated_bytes,
+        result.error,
+        recorder,
+    )
+
+
 def load_log(  # noqa: PLR0917
     directory: Path,
     config: TopicConfig,
@@ -413,8 +455,13 @@ def load_log(  # noqa: PLR0917
     had_clean_shutdown: bool,
     time_ms: TimeMs = wall_clock_ms,
     producer_id_expiration_ms: int = 86_400_000,
+    recovery_recorder: RecoveryRecorder | None = None,
 ) -> LoadedLog:
-    """Open (and if needed recover) the partition log in ``directory``."""
+    """Open (and if needed recover) the partition log in ``directory``.
+
+    Every cut and every segment deleted after one is logged as a WARNING and
+    reported to ``recovery_recorder`` (``broker/log/recovery_report.py``).
+    """
     _remove_temp_files_and_swap(directory, config, time_ms)
     epoch_cache = LeaderEpochCache(directory)
     segments = LogSegments()
@@ -444,14 +491,19 @@ def load_log(  # noqa: PLR0917
     # rebuilt twice (an untrimmed active segment always fails the checks)
     unflushed_from = segments.values(recovery_point_checkpoint, 2**63 - 1)
     first_unflushed = unflushed_from[0].base_offset if unflushed_from else 2**63 - 1
+    recorder: RecoveryRecorder = recovery_recorder or NullRecoveryRecorder()
+    truncated_total = 0
     for segment, reason in needs_rebuild:
         if had_clean_shutdown or segment.base_offset < first_unflushed:
             logger.warning("Rebuilding the indexes of %s: %s", segment.log.path, reason)
-            recover_segment(segment, None, epoch_cache)
+            result = recover_segment(segment, None, epoch_cache)
+            if result.truncated_bytes > 0:
+                # Kafka ignores what this rebuild cuts (LogLoader.loadSegmentFiles); we say it
+                truncated_total += result.truncated_bytes
+                _report_cut(directory, segment, result, recorder)
 
     recovery_psm = ProducerStateManager(directory, producer_id_expiration_ms)
     recovered = 0
-    truncated_total = 0
     if not had_clean_shutdown:
         unflushed = segments.values(recovery_point_checkpoint, 2**63 - 1)
         if unflushed:
@@ -462,21 +514,19 @@ def load_log(  # noqa: PLR0917
                 unflushed[0].base_offset,
                 False,
                 time_ms(),
+                restore_last_batches=False,  # only snapshots are kept of this state
             )
         for i, segment in enumerate(unflushed):
             result = recover_segment(segment, recovery_psm, epoch_cache)
             recovered += 1
             recovery_psm.take_snapshot()
             if result.truncated_bytes > 0:
+                # LogLoader.recoverLog: "we had an invalid message, delete all remaining log"
                 truncated_total += result.truncated_bytes
+                _report_cut(directory, segment, result, recorder)
                 remaining = unflushed[i + 1 :]
-                if remaining:
-                    logger.warning(
-                        "Corruption found in segment %d, deleting %d later segments",
-                        segment.base_offset,
-                        len(remaining),
-                    )
-                    _delete_segments(segments, remaining, recovery_psm)
+                truncated_total += report_deleted_segments(directory, remaining, recorder)
+                _delete_segments(segments, remaining, recovery_psm)
                 break
 
     log_end_offset: int | None = None
@@ -519,9 +569,16 @@ def load_log(  # noqa: PLR0917
 
     producer_state = ProducerStateManager(directory, producer_id_expiration_ms)
     producer_state.remove_stray_snapshots(segments.base_offsets)
-    rebuild_producer_state(
+    tail_scan = rebuild_producer_state(
         producer_state, segments, log_start_offset, log_end_offset, had_clean_shutdown, time_ms()
     )
+    if tail_scan.batches_restored:
+        logger.debug(
+            "%sRestored %d producer batches from %d bytes before the producer snapshot",
+            log_identifier(directory),
+            tail_scan.batches_restored,
+            tail_scan.bytes_read,
+        )
     return LoadedLog(
         segments,
         log_start_offset,
@@ -531,4 +588,5 @@ def load_log(  # noqa: PLR0917
         epoch_cache,
         recovered,
         truncated_total,
+        tail_scan,
     )

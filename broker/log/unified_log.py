@@ -42,8 +42,10 @@ from broker.log.file_records import TimestampAndOffset
 from broker.log.leader_epoch import LeaderEpochCache
 from broker.log.local_log import FlushRecorder, LocalLog
 from broker.log.producer_state import ProducerStateManager
+from broker.log.producer_tail import NOTHING_READ
 from broker.log.record_times import offset_of_max_timestamp
 from broker.log.recovery import load_log, rebuild_producer_state
+from broker.log.recovery_report import RecoveryRecorder
 from broker.log.results import LogAppendResult
 from broker.log.segment import FetchDataInfo, LogOffsetMetadata, LogSegment, TimeMs, wall_clock_ms
 from broker.records.batch import (
@@ -179,6 +181,7 @@ class UnifiedLog(UnifiedLogSlots):
     __slots__ = (
         "_pending_roll_flush",
         "recovered_segments",
+        "tail_scan",
         "topic_id",
         "truncated_bytes",
     )
@@ -210,6 +213,8 @@ class UnifiedLog(UnifiedLogSlots):
         #: what opening found (set by ``open`` after recovery)
         self.recovered_segments = 0
         self.truncated_bytes = 0
+        #: what reading back the producers' last batches at open read (producer_tail.py)
+        self.tail_scan = NOTHING_READ
 
     @classmethod
     def open(
@@ -225,8 +230,10 @@ class UnifiedLog(UnifiedLogSlots):
         flush_recorder: FlushRecorder | None = None,
         topic_id: bytes | None = None,
         delete_scheduler: Callable[[int, list[LogSegment]], None] | None = None,
+        recovery_recorder: RecoveryRecorder | None = None,
     ) -> UnifiedLog:
-        """Create or load the log in ``directory`` (``<topic>-<partition>``)."""
+        """Create or load the log in ``directory`` (``<topic>-<partition>``);
+        what recovery cuts goes to ``recovery_recorder`` (and the log)."""
         directory.mkdir(parents=True, exist_ok=True)
         loaded = load_log(
             directory,
@@ -236,6 +243,7 @@ class UnifiedLog(UnifiedLogSlots):
             had_clean_shutdown,
             time_ms,
             producer_id_expiration_ms,
+            recovery_recorder,
         )
         local = LocalLog(
             directory,
@@ -267,6 +275,7 @@ class UnifiedLog(UnifiedLogSlots):
         )
         log.recovered_segments = loaded.recovered_segments
         log.truncated_bytes = loaded.truncated_bytes
+        log.tail_scan = loaded.tail_scan
         return log
 
     # ---- properties -------------------------------------------------------------------------

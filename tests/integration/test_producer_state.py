@@ -11,12 +11,18 @@ With a real client: confluent-kafka (idempotent) produces, then the last
 batch it wrote is replayed from the segment file as its retry would look on
 the wire; the broker answers with librdkafka's original offsets, stores
 nothing, and the client keeps producing in sequence afterwards.
+
+Across a restart (SIGTERM or SIGKILL): a retry of any of the producer's last
+five batches still gets its original offsets (Kafka's snapshot keeps only
+the last one, so Kafka answers the four before it OUT_OF_ORDER_SEQUENCE_NUMBER),
+the sixth-oldest is OUT_OF_ORDER_SEQUENCE_NUMBER, and the producer goes on.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -198,3 +204,44 @@ def test_replaying_librdkafkas_own_batch_is_a_duplicate(
     assert sum(b.header.records_count for b in tail) == 20
     got = [r.value for b in stored for r in b.records]
     assert got[:20] == values[:20] and got[-20:] == values[20:]
+
+
+@pytest.mark.parametrize("stop", ["sigterm", "sigkill"])
+def test_retries_of_the_last_five_batches_keep_their_offsets_across_a_restart(
+    tmp_path: Path, stop: str
+) -> None:
+    data = tmp_path / "data"
+    topic = "idem-restart"
+    ts = int(time.time() * 1000)
+    first = BrokerProcess(data).start()
+    try:
+        with RawClient(first.port) as c:
+            pid = init_producer_id(c)
+            batches = [idempotent_batch(pid, 0, seq, 3, "s", ts + seq) for seq in range(0, 18, 3)]
+            sent = [send(c, topic, b) for b in batches]
+    finally:
+        if stop == "sigterm":
+            assert first.stop() == 0
+        else:
+            first.kill()
+    assert [p.error_code for p in sent] == [ErrorCode.NONE] * 6
+    assert [p.base_offset for p in sent] == list(range(0, 18, 3))
+
+    restarted = BrokerProcess(data).start()
+    try:
+        with RawClient(restarted.port) as c:
+            for i in (5, 4, 3, 2, 1):
+                again = send(c, topic, batches[i])
+                assert again.error_code == ErrorCode.NONE, (i, again)
+                assert again.base_offset == sent[i].base_offset
+                assert again.log_append_time_ms == ts + 3 * i + 2  # the batch's max timestamp
+            stale = send(c, topic, batches[0])
+            assert stale.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+            nxt = send(c, topic, idempotent_batch(pid, 0, 18, 1, "s", ts))
+            assert nxt.error_code == ErrorCode.NONE and nxt.base_offset == 18
+        stored = stored_batches(data, topic, 0)
+        assert check_contiguous(stored) == 19
+        assert [b.header.base_sequence for b in stored] == [*range(0, 18, 3), 18]
+    finally:
+        assert restarted.stop() == 0
+    assert "Traceback" not in restarted.log(), restarted.log()

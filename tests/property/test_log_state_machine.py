@@ -8,6 +8,13 @@ boundaries), retention by size, flush, close + reopen, crash + reopen
 (descriptors dropped without trimming, optionally a torn last batch,
 garbage or preallocation zeros after the data). After every step the log
 equals the model: offsets, segment bases, the bytes of every segment.
+
+Some appends come from idempotent producers (three producer ids, in
+sequence; a rule bumps a producer's epoch). After every step -- restarts,
+crashes and truncations included -- each of a producer's last five batches
+of its current epoch that is still in the log is a duplicate answered with
+its offsets and max timestamp, and the sixth-newest is not (a live broker
+keeps five; a reopened log reads them back, ``broker/log/producer_tail.py``).
 """
 
 from __future__ import annotations
@@ -37,6 +44,19 @@ class ModelBatch:
 
 
 @dataclass
+class ModelIdempotent:
+    """An idempotent batch of the model: what its retry must be answered with."""
+
+    producer_id: int
+    epoch: int
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+
+
+@dataclass
 class ModelSegment:
     base: int
     batches: list[ModelBatch] = field(default_factory=list)
@@ -53,6 +73,10 @@ class LogMachine(RuleBasedStateMachine):
         self.dir = self.tmp / "sm-0"
         self.clock = MockTime()
         self.log: UnifiedLog | None = None
+        #: per producer id: its batches in offset order (those deleted by
+        #: retention too: they still count among its last five) and its epoch
+        self.idempotent: dict[int, list[ModelIdempotent]] = {}
+        self.epochs: dict[int, int] = {}
 
     def teardown(self) -> None:
         if self.log is not None and not self.log.local_log.is_closed:
@@ -67,9 +91,13 @@ class LogMachine(RuleBasedStateMachine):
             retention_ms=-1,
             file_delete_delay_ms=0,
         )
-        self.log = UnifiedLog.open(self.dir, self.config, time_ms=self.clock)
+        self.log = UnifiedLog.open(self.dir, self.config, **self.open_args())
         self.segments = [ModelSegment(0)]
         self.log_start = 0
+
+    def open_args(self) -> dict[str, object]:
+        # producers never expire here (record timestamps are far from the clock)
+        return {"time_ms": self.clock, "producer_id_expiration_ms": 2**62}
 
     # ---- model helpers ------------------------------------------------------------
 
@@ -89,12 +117,31 @@ class LogMachine(RuleBasedStateMachine):
         count=st.integers(1, 5),
         value_size=st.integers(0, 200),
         timestamps=st.lists(st.integers(0, 100_000), min_size=5, max_size=5),
+        producer=st.sampled_from([None, None, 1, 2, 3]),
     )
-    def append(self, count: int, value_size: int, timestamps: list[int]) -> None:
+    def append(
+        self, count: int, value_size: int, timestamps: list[int], producer: int | None
+    ) -> None:
         assert self.log is not None
         base = self.leo
         ts = timestamps[:count]
-        data = v2_batch(base, [bytes([base % 251]) * value_size] * count, timestamps=ts)
+        idem = None
+        if producer is not None:
+            history = self.idempotent.setdefault(producer, [])
+            epoch = self.epochs.setdefault(producer, 0)
+            last = history[-1] if history else None
+            seq = last.last_seq + 1 if last is not None and last.epoch == epoch else 0
+            idem = ModelIdempotent(
+                producer, epoch, seq, seq + count - 1, base, base + count - 1, max(ts)
+            )
+        data = v2_batch(
+            base,
+            [bytes([base % 251]) * value_size] * count,
+            timestamps=ts,
+            producer_id=-1 if idem is None else idem.producer_id,
+            producer_epoch=-1 if idem is None else idem.epoch,
+            base_sequence=-1 if idem is None else idem.first_seq,
+        )
         if len(data) > self.config.segment_bytes:
             return
         active = self.segments[-1]
@@ -102,6 +149,18 @@ class LogMachine(RuleBasedStateMachine):
             self.segments.append(ModelSegment(base))
         self.log.append(data)
         self.segments[-1].batches.append(ModelBatch(base, base + count - 1, data, ts))
+        if idem is not None:
+            self.idempotent[idem.producer_id].append(idem)
+
+    @rule(producer=st.sampled_from([1, 2, 3]))
+    def bump_epoch(self, producer: int) -> None:
+        """The producer's next batch comes with the next epoch, at sequence 0."""
+        self.epochs[producer] = self.epochs.get(producer, 0) + 1
+
+    def forget_from(self, offset: int) -> None:
+        """Batches at or after ``offset`` left the log (truncation, a torn tail)."""
+        for pid, history in self.idempotent.items():
+            self.idempotent[pid] = [b for b in history if b.last_offset < offset]
 
     @rule()
     def roll(self) -> None:
@@ -152,6 +211,7 @@ class LogMachine(RuleBasedStateMachine):
         kept = [s for s in self.segments if s.base <= target]
         kept[-1].batches = [b for b in kept[-1].batches if b.last < target]
         self.segments = kept
+        self.forget_from(target)
         self.log.delete_expired_files(self.clock() + 1)
 
     @rule(retention=st.integers(0, 4000))
@@ -205,7 +265,7 @@ class LogMachine(RuleBasedStateMachine):
             log_start_offset=self.log_start,
             recovery_point=recovery_point,
             had_clean_shutdown=True,
-            time_ms=self.clock,
+            **self.open_args(),
         )
 
     @rule(damage=st.sampled_from(["none", "torn", "garbage", "zeros"]), amount=st.integers(1, 500))
@@ -219,6 +279,7 @@ class LogMachine(RuleBasedStateMachine):
             last = active.batches.pop()
             cut = active_path.stat().st_size - len(last.data) + min(amount, len(last.data) - 1)
             os.truncate(active_path, cut)
+            self.forget_from(last.base)
         elif damage == "garbage":
             with open(active_path, "ab") as f:
                 f.write(os.urandom(amount))
@@ -231,7 +292,7 @@ class LogMachine(RuleBasedStateMachine):
             log_start_offset=self.log_start,
             recovery_point=recovery_point,
             had_clean_shutdown=False,
-            time_ms=self.clock,
+            **self.open_args(),
         )
 
     # ---- invariants ---------------------------------------------------------------------
@@ -248,6 +309,36 @@ class LogMachine(RuleBasedStateMachine):
             assert segment.size == model.size
             assert segment.log.pread(0, segment.size) == b"".join(b.data for b in model.batches)
         assert log.recovery_point <= log.log_end_offset
+
+    @invariant()
+    def last_five_batches_are_duplicates(self) -> None:
+        if self.log is None:
+            return
+        for pid, history in self.idempotent.items():
+            if not history:
+                continue
+            epoch = history[-1].epoch
+            current = [b for b in history if b.epoch == epoch]
+            entry = self.log.producer_state.last_entry(pid)
+            # batches below the log start were deleted: a reopened log does not
+            # read them back (nor keep a producer that has no batch left, as Kafka)
+            expected = [b for b in current[-5:] if b.first_offset >= self.log_start]
+            if entry is None:
+                assert not expected, (pid, expected)
+                continue
+            if expected:
+                assert entry.producer_epoch == epoch
+            for b in expected:
+                dup = entry.find_duplicate_batch(epoch, b.first_seq, b.last_seq)
+                assert dup is not None, (pid, b, list(entry.batch_metadata))
+                assert (dup.first_offset, dup.last_offset, dup.timestamp) == (
+                    b.first_offset,
+                    b.last_offset,
+                    b.max_timestamp,
+                )
+            if len(current) > 5:
+                sixth = current[-6]
+                assert entry.find_duplicate_batch(epoch, sixth.first_seq, sixth.last_seq) is None
 
 
 LogMachine.TestCase.settings = settings(

@@ -109,6 +109,31 @@ def test_validator_recorder_feeds_all_topic_meters():
     assert s[("kafka_no_key_compacted_topic_records_total", ())] == 1
 
 
+def test_recovery_recorder_counts_cuts_deleted_segments_and_bytes_from_threads():
+    import threading
+
+    m = make()
+    s = samples(m)
+    for name in ("truncations", "deleted_segments", "dropped_bytes"):
+        assert s[(f"kafka_log_recovery_{name}_total", ())] == 0  # present before any recovery
+    r = m.recovery_recorder
+
+    def recover() -> None:
+        for _ in range(1000):
+            r.record_truncation(3)
+            r.record_deleted_segments(2, 5)
+
+    threads = [threading.Thread(target=recover) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    s = samples(m)
+    assert s[("kafka_log_recovery_truncations_total", ())] == 4000
+    assert s[("kafka_log_recovery_deleted_segments_total", ())] == 8000
+    assert s[("kafka_log_recovery_dropped_bytes_total", ())] == 4000 * 8
+
+
 def test_build_info_names_the_records_implementation():
     m = make()
     s = samples(m)
@@ -126,11 +151,14 @@ def test_null_metrics_record_nothing_but_keep_build_info():
     null.request("Produce", 9).record(100, 1_000, 0, 2_000, conversions_ns=5, temporary_bytes=7)
     null.client_conversions("Produce", "x", "1").inc(3)
     null.validator_recorder.record_invalid_magic()
+    null.recovery_recorder.record_truncation(10)
+    null.recovery_recorder.record_deleted_segments(1, 10)
     null.record_error("Produce", "NONE")
     s = samples(real)
     assert not any(n.startswith("kafka_topic_") for (n, _) in s)
     assert not any(n == "kafka_requests_total" for (n, _) in s)
     assert s[("kafka_invalid_magic_number_records_total", ())] == 0
+    assert s[("kafka_log_recovery_dropped_bytes_total", ())] == 0
     assert any(n == "kafka_broker_build_info" for (n, _) in s)
 
 
