@@ -103,8 +103,8 @@ def main(report: Report) -> None:
                 stop = threading.Event()
                 sent: list[int] = []
                 attacker = threading.Thread(
-                    target=lambda r=records, v=version, t=topic: sent.append(
-                        _attack(port, r, v, t, stop)
+                    target=lambda r=records, v=version, t=topic, s=stop, out=sent: out.append(
+                        _attack(port, r, v, t, s)
                     )
                 )
                 attacker.start()
