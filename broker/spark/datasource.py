@@ -20,9 +20,9 @@ A path is a log dir, a ``<topic>-<partition>`` folder or a segment file
 ``startOffset``        first offset wanted (inclusive)
 ``endOffset``          offset past the last wanted (exclusive)
 ``maxPartitionBytes``  segments larger than this are split at batch
-                       boundaries found through the offset index, and
-                       small ones are packed into tasks of at most this
-                       size (default 134217728)
+                       boundaries found through the offset index; the
+                       default packing keeps a task within it
+                       (default 134217728)
 ``packBytes``          the size small splits are packed up to (default:
                        Spark's rule, see ``splits.py``; ``0``: one task per
                        segment or piece)
