@@ -63,9 +63,11 @@ USER 10001:10001
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "-m", "broker.app_env", "healthcheck", "/etc/broker/server.properties"]
 
-# tini is PID 1: it forwards SIGTERM to the broker (PID 1 itself would ignore
-# it) and reaps children; broker.app_env maps BROKER_* variables to
-# --override flags and execs `broker serve`, which shuts down cleanly on SIGTERM.
+# tini is PID 1 and forwards SIGTERM to the broker. `broker serve` shuts down
+# cleanly on SIGTERM, as PID 1 too, but only once its handler is installed
+# (after start-up); a PID 1 without a handler loses the signal, so tini covers
+# start-up and reaps orphaned processes (docs/operations.md, "Running").
+# broker.app_env maps BROKER_* variables to --override flags and execs it.
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/bin/tini", "--", "python", "-m", "broker.app_env"]
 CMD ["serve", "/etc/broker/server.properties"]

@@ -6,7 +6,9 @@
 #               (tests/integration/powerloss/; the kernel's /dev/fuse must exist too)
 #   podman ...  building and running the container image without a Docker engine
 #               (runc: crun refuses these hosts' cgroup layout, see
-#               deploy/container/containers.conf; mmdebstrap makes the base images)
+#               deploy/container/containers.conf; mmdebstrap makes the base images;
+#               the CNI dnsname plugin lets compose's services find each other
+#               by name, e.g. Prometheus scraping broker:9404)
 set -euo pipefail
 need=()
 command -v kcat >/dev/null || need+=(kcat)
@@ -17,6 +19,7 @@ command -v podman >/dev/null || need+=(podman uidmap fuse-overlayfs slirp4netns)
 command -v buildah >/dev/null || need+=(buildah)
 command -v runc >/dev/null || need+=(runc)
 command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
+[ -e /usr/lib/cni/dnsname ] || need+=(golang-github-containernetworking-plugin-dnsname)
 command -v java >/dev/null || need+=(openjdk-17-jre-headless)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

@@ -6,8 +6,13 @@ Behaviour (``KafkaApis.handleFetchRequest``, ``ReplicaManager.fetchMessages``,
   UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID for an unknown id, v13+);
   a current_leader_epoch (v9+) below ours -> FENCED_LEADER_EPOCH, above ->
   UNKNOWN_LEADER_EPOCH; a fetch offset below the log start offset or past
-  the log end offset -> OFFSET_OUT_OF_RANGE, with high watermark and log
-  start offset filled so the consumer can reset.
+  the log end offset -> OFFSET_OUT_OF_RANGE. Every partition error carries
+  high watermark, last stable offset and log start offset -1, as Kafka's
+  (``ReplicaManager.createLogReadResult(e)``, ``FetchResponse.partitionResponse``):
+  consumers reset through ListOffsets.
+- Fetch v0-v9 of a topic whose ``compression.type`` is ``zstd`` ->
+  UNSUPPORTED_COMPRESSION_TYPE, whatever its batches hold (KIP-110: Fetch
+  v10 is the first version whose clients can read zstd).
 - Reads go up to the high watermark (= log end offset: one replica) and
   return whole stored batches as a file region, written to the socket from
   a memory map of the segment without copying them into Python objects
@@ -21,7 +26,9 @@ Behaviour (``KafkaApis.handleFetchRequest``, ``ReplicaManager.fetchMessages``,
   (FetchMessageConversions per topic and per client software, the request's
   conversion time and temporary memory). ``message.downconversion.enable=false``
   answers UNSUPPORTED_VERSION for such a partition; zstd batches cannot be
-  down-converted (UNSUPPORTED_COMPRESSION_TYPE).
+  down-converted: a read whose first batch is zstd answers
+  UNSUPPORTED_COMPRESSION_TYPE, one that meets a zstd batch later returns
+  the batches converted before it (``RecordsUtil.downConvert``).
 - min_bytes / max_wait_ms: when fewer than min_bytes are ready (and nothing
   failed), the request parks without polling: every fetched partition wakes
   it on its next append, it re-reads, and answers once min_bytes are there
@@ -72,6 +79,8 @@ log = logging.getLogger(__name__)
 
 READ_COMMITTED = 1
 ZERO_UUID = uuid.UUID(int=0)
+#: the first Fetch version whose clients can read zstd batches (KIP-110)
+ZSTD_MIN_FETCH_VERSION = 10
 #: Kafka's FetchMetadata.INITIAL_EPOCH / FINAL_EPOCH
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
@@ -151,6 +160,15 @@ class FetchHandler(RequestHandler):
                     partition = rm.get_partition(name, p.partition)
                     if partition is None:
                         error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    elif (
+                        version < ZSTD_MIN_FETCH_VERSION
+                        and partition.log.config.compression_type == "zstd"
+                    ):
+                        # KafkaApis.handleFetchRequest (maybeConvertFetchedData)
+                        # answers this by the topic's config, ahead of the
+                        # partition's other errors; Kafka reads first (and may
+                        # wait for min_bytes), we answer without reading
+                        error = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
                     elif version >= 9 and p.current_leader_epoch != -1:
                         if p.current_leader_epoch < LEADER_EPOCH:
                             error = ErrorCode.FENCED_LEADER_EPOCH
@@ -227,7 +245,7 @@ class FetchHandler(RequestHandler):
     ) -> Data:
         partition = w.partition
         if w.error is not None or partition is None:
-            return self._error(w.index, w.error or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1)
+            return self._error(w.index, w.error or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         lg = partition.log
         hw = lg.high_watermark
         assert meters is not None
@@ -241,11 +259,11 @@ class FetchHandler(RequestHandler):
             code = exc.code
             if code != ErrorCode.OFFSET_OUT_OF_RANGE:
                 log.debug("fetch from %s failed: %s", partition, exc)
-            return self._error(w.index, code, hw, lg.log_start_offset)
+            return self._error(w.index, code)
         except Exception:
             log.exception("unexpected error fetching from %s", partition)
             meters.failed_fetch_requests.inc()
-            return self._error(w.index, ErrorCode.UNKNOWN_SERVER_ERROR, hw, lg.log_start_offset)
+            return self._error(w.index, ErrorCode.UNKNOWN_SERVER_ERROR)
         return FetchResponse.PartitionData(
             partition_index=w.index,
             error_code=ErrorCode.NONE,
@@ -292,13 +310,16 @@ class FetchHandler(RequestHandler):
         return converted.records
 
     @staticmethod
-    def _error(index: int, code: ErrorCode, hw: int, log_start: int) -> Data:
+    def _error(index: int, code: ErrorCode) -> Data:
+        """A failed partition: no records, offsets unknown (-1), whatever the
+        error, OFFSET_OUT_OF_RANGE included (``ReplicaManager.createLogReadResult(e)``
+        without tiered storage; ``FetchResponse.partitionResponse``)."""
         return FetchResponse.PartitionData(
             partition_index=index,
             error_code=code,
-            high_watermark=hw,
-            last_stable_offset=hw,
-            log_start_offset=log_start,
+            high_watermark=-1,
+            last_stable_offset=-1,
+            log_start_offset=-1,
             aborted_transactions=None,
             preferred_read_replica=-1,
             records=b"",

@@ -4,9 +4,9 @@ The tables and the meaning of every column are defined in ``plain.py``
 (the single-process reference the tests hold this job to). Here Spark
 computes them:
 
-1. ``kafka-log`` at level ``batches`` (one task per segment, or per piece of
-   a large one): one row per batch or unreadable range; cached, since every
-   table below reads it;
+1. ``kafka-log`` at level ``batches`` (one task per segment or piece of a
+   large one, small segments packed together): one row per batch or
+   unreadable range; cached, since every table below reads it;
 2. ``kafka-log`` at level ``index``: every ``.index`` / ``.timeindex`` entry
    with its verdict;
 3. the segment list from the driver (so an empty segment still has a row);
@@ -43,11 +43,6 @@ from broker.spark.plain import (
     SEGMENT_MINIMA,
 )
 
-#: segments smaller than this share a task (whole segments of 1 GB, Kafka's
-#: default, each keep one): the audit's work per small segment is less than
-#: Spark's cost of a task
-DEFAULT_PACK_BYTES = 16 * 1024 * 1024
-
 TABLES = ("segments", "partitions", "topics", "batch_kinds", "timeline", "problems")
 SEGMENT_KEYS = ["log_dir", "topic", "partition", "segment", "segment_base_offset"]
 
@@ -80,7 +75,7 @@ def build_tables(
     verify_crc: bool = True,
     topics: Sequence[str] | None = None,
     max_partition_bytes: int | None = None,
-    pack_bytes: int = DEFAULT_PACK_BYTES,
+    pack_bytes: int | None = None,
 ) -> dict[str, Any]:
     """The audit's DataFrames: the two scans run and cached here, the tables
     lazy on top of them."""
@@ -92,7 +87,11 @@ def build_tables(
         options["topics"] = ",".join(topics)
     if max_partition_bytes:
         options["maxPartitionBytes"] = str(max_partition_bytes)
-    options["packBytes"] = str(pack_bytes)
+    # small segments share tasks (the data source's packing, spread over the
+    # session's parallelism); pack_bytes overrides the target, 0 turns it off
+    options["minPartitions"] = str(spark.sparkContext.defaultParallelism)
+    if pack_bytes is not None:
+        options["packBytes"] = str(pack_bytes)
     path_list = list(paths)
     # both scans materialised once, before any query uses them: a query whose
     # branches read a cached frame not yet filled would each scan the files
@@ -100,7 +99,11 @@ def build_tables(
     spark.sparkContext.setJobDescription("audit: batch facts of every segment")
     batches.count()
     index = (
-        _reader(spark, "index", {k: v for k, v in options.items() if k in ("topics", "packBytes")})
+        _reader(
+            spark,
+            "index",
+            {k: v for k, v in options.items() if k in ("topics", "packBytes", "minPartitions")},
+        )
         .load(path_list)
         .cache()
     )
@@ -330,7 +333,7 @@ def run(
     verify_crc: bool = True,
     topics: Sequence[str] | None = None,
     max_partition_bytes: int | None = None,
-    pack_bytes: int = DEFAULT_PACK_BYTES,
+    pack_bytes: int | None = None,
     report: bool = True,
     log: Log = _stderr,
 ) -> AuditOutput:

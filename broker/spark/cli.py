@@ -66,9 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     audit.add_argument(
         "--pack-bytes",
         type=int,
-        default=16 * 1024 * 1024,
-        help="segments smaller than this share Spark tasks, up to this many bytes each "
-        "(default 16 MiB; 0: one task per segment)",
+        help="pack small segments into Spark tasks of up to this many bytes "
+        "(default: the kafka-log source's packing; 0: one task per segment)",
     )
     audit.add_argument(
         "--max-partition-bytes",

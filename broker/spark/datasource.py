@@ -20,10 +20,16 @@ A path is a log dir, a ``<topic>-<partition>`` folder or a segment file
 ``startOffset``        first offset wanted (inclusive)
 ``endOffset``          offset past the last wanted (exclusive)
 ``maxPartitionBytes``  segments larger than this are split at batch
-                       boundaries found through the offset index
+                       boundaries found through the offset index; the
+                       default packing keeps a task within it
                        (default 134217728)
-``packBytes``          splits smaller than this share tasks, up to this many
-                       bytes each (default 0: one task per segment or piece)
+``packBytes``          the size small splits are packed up to (default:
+                       Spark's rule, see ``splits.py``; ``0``: one task per
+                       segment or piece)
+``openCostInBytes``    what one more segment costs a task, in bytes, when
+                       packing (default 4194304)
+``minPartitions``      when the bytes are few, pack into at least about
+                       this many tasks (default: the planner's CPU count)
 ``maxDecompressedBytes``  bound of one decompressed batch (default 64 MiB)
 ``rowsPerBatch``       rows per Arrow record batch handed to Spark (8192)
 ``pushFilters``        ``true`` (default): accept pushed filters on topic,
@@ -33,13 +39,15 @@ A path is a log dir, a ``<topic>-<partition>`` folder or a segment file
                        that cannot be set
 =====================  ===================================================
 
-One input partition per segment file (or per piece of a large one); at the
-index level, which reads headers only, one per partition folder. Rows reach
-Spark as Arrow record batches.
+One input partition per segment file (or per piece of a large one), small
+ones packed together; at the index level, which reads headers only, one per
+partition folder, small ones packed the same way. Rows reach Spark as Arrow
+record batches.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,12 +62,16 @@ from broker.spark.rows import DEFAULT_ROWS_PER_BATCH, ReadOptions, read_split
 from broker.spark.selection import Selection, apply_filter, from_options
 from broker.spark.splits import (
     DEFAULT_MAX_SPLIT_BYTES,
+    DEFAULT_OPEN_COST_BYTES,
     FolderSplit,
     PackedSplit,
     SegmentSplit,
+    folder_groups,
     pack,
+    pack_target,
     plan,
     plan_folders,
+    split_size,
 )
 
 NAME = "kafka-log"
@@ -90,6 +102,16 @@ def _positive(options: Mapping[str, str], key: str, default: int) -> int:
     return value
 
 
+def _not_negative(options: Mapping[str, str], key: str, default: int | None) -> int | None:
+    raw = options.get(key)
+    if raw is None:
+        return default
+    value = int(raw)
+    if value < 0:
+        raise ValueError(f"option {key} must not be negative, got {raw!r}")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class ReaderConfig:
     paths: tuple[str, ...]
@@ -97,7 +119,10 @@ class ReaderConfig:
     selection: Selection
     read: ReadOptions
     max_split_bytes: int
-    pack_bytes: int
+    #: None: Spark's rule (``splits.pack_target``); 0: no packing
+    pack_bytes: int | None
+    open_cost: int
+    min_partitions: int
     push_filters: bool
 
     @classmethod
@@ -122,7 +147,9 @@ class ReaderConfig:
                 rows_per_batch=_positive(lowered, "rowsperbatch", DEFAULT_ROWS_PER_BATCH),
             ),
             max_split_bytes=_positive(lowered, "maxpartitionbytes", DEFAULT_MAX_SPLIT_BYTES),
-            pack_bytes=int(lowered.get("packbytes", "0")),
+            pack_bytes=_not_negative(lowered, "packbytes", None),
+            open_cost=_not_negative(lowered, "opencostinbytes", DEFAULT_OPEN_COST_BYTES) or 0,
+            min_partitions=_positive(lowered, "minpartitions", os.cpu_count() or 1),
             push_filters=_flag(lowered, "pushfilters", True),
         )
 
@@ -144,11 +171,20 @@ class KafkaLogReader(DataSourceReader):
         self.selection = config.selection
 
     def planned_splits(self) -> Sequence[SegmentSplit | PackedSplit | FolderSplit]:
-        segments = discover(self.config.paths)
-        if self.config.level == schemas.LEVEL_INDEX:
-            return plan_folders(segments, self.selection, self.config.pack_bytes)
-        splits = plan(segments, self.selection, self.config.max_split_bytes)
-        return pack(splits, self.config.pack_bytes)
+        config = self.config
+        segments = discover(config.paths)
+        if config.level == schemas.LEVEL_INDEX:
+            groups = folder_groups(segments, self.selection)
+            target = self._pack_bytes([s.size for g in groups for s in g])
+            return plan_folders(segments, self.selection, target, config.open_cost)
+        splits = plan(segments, self.selection, config.max_split_bytes)
+        return pack(splits, self._pack_bytes([split_size(s) for s in splits]), config.open_cost)
+
+    def _pack_bytes(self, sizes: Sequence[int]) -> int:
+        config = self.config
+        if config.pack_bytes is not None:
+            return config.pack_bytes
+        return pack_target(sizes, config.max_split_bytes, config.open_cost, config.min_partitions)
 
     def partitions(self) -> Sequence[InputPartition]:
         splits = self.planned_splits()

@@ -59,6 +59,8 @@ def run(
         spark.read.format(NAME)
         .option("values", "true" if values else "false")
         .option("verifyCrc", "true" if verify_crc else "false")
+        # small segments packed into tasks spread over the session's parallelism
+        .option("minPartitions", str(spark.sparkContext.defaultParallelism))
     )
     if topics:
         reader = reader.option("topics", ",".join(topics))

@@ -19,9 +19,16 @@ may run past ``stop``, the next split starting exactly where it ends.
 The index level (``index_check``) reads headers and index files only: one
 split per partition folder (:class:`FolderSplit`) rather than per file.
 
-With ``packBytes`` (off by default), splits smaller than it share tasks
-(:func:`pack`), as Spark's file sources pack small files: with thousands of
-small segments a task would cost more than the reading.
+Small splits then share tasks (:func:`pack`), as Spark's file sources pack
+small files (``FilePartition.getFilePartitions``): with hundreds of small
+segments a task per segment costs more than the reading. Each split counts
+its bytes plus an open cost (``openCostInBytes``, 4 MiB as
+``spark.sql.files.openCostInBytes``); a task takes splits in log order until
+the next would pass the target (:func:`pack_target`, Spark's
+``FilePartition.maxSplitBytes``: ``maxPartitionBytes``, or less when the
+bytes spread over ``minPartitions`` tasks come to less, never below the open
+cost). ``packBytes`` sets the target itself; ``packBytes=0``: one task per
+split.
 """
 
 from __future__ import annotations
@@ -40,6 +47,8 @@ from broker.spark.segment_scan import SegmentBytes, is_plausible_start
 from broker.spark.selection import Selection
 
 DEFAULT_MAX_SPLIT_BYTES = 128 * 1024 * 1024
+#: what opening one more split costs, in bytes of reading (spark.sql.files.openCostInBytes)
+DEFAULT_OPEN_COST_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,10 +81,23 @@ def split_size(split: SegmentSplit) -> int:
     return max(end - split.start, 0)
 
 
-def pack(splits: Sequence[SegmentSplit], pack_bytes: int) -> list[SegmentSplit | PackedSplit]:
-    """Consecutive splits of fewer than ``pack_bytes`` bytes gathered into
-    tasks of up to ``pack_bytes`` (Spark's file sources do the same with
-    small files: a task costs more than reading a small segment). 0: none."""
+def pack_target(sizes: Sequence[int], max_bytes: int, open_cost: int, min_partitions: int) -> int:
+    """The size packed tasks aim at (Spark's ``FilePartition.maxSplitBytes``):
+    ``max_bytes``, or the bytes (open costs included) spread over
+    ``min_partitions`` tasks when that is less, but at least ``open_cost``."""
+    total = sum(sizes) + open_cost * len(sizes)
+    per_task = total // max(min_partitions, 1)
+    return max(min(max_bytes, per_task), open_cost, 1)
+
+
+def pack(
+    splits: Sequence[SegmentSplit], pack_bytes: int, open_cost: int = 0
+) -> list[SegmentSplit | PackedSplit]:
+    """Splits gathered, in order, into tasks of about ``pack_bytes``, each
+    split counting its bytes plus ``open_cost`` (Spark's
+    ``FilePartition.getFilePartitions``: a task is closed when the next split
+    would take it past ``pack_bytes``); a split of ``pack_bytes`` or more
+    stays alone. ``pack_bytes`` 0: one task per split."""
     if pack_bytes <= 0:
         return list(splits)
     out: list[SegmentSplit | PackedSplit] = []
@@ -96,11 +118,11 @@ def pack(splits: Sequence[SegmentSplit], pack_bytes: int) -> list[SegmentSplit |
             total = 0
             out.append(split)
             continue
-        if total + size > pack_bytes:
+        if group and total + size > pack_bytes:
             close()
             total = 0
         group.append(split)
-        total += size
+        total += size + open_cost
     close()
     return out
 
@@ -199,27 +221,36 @@ def plan(
     return out
 
 
-def plan_folders(
-    segments: Sequence[SegmentFile], selection: Selection, pack_bytes: int = 0
-) -> list[FolderSplit]:
-    """One split per partition folder the selection wants, every segment
-    whole; with ``pack_bytes``, folders smaller than that share splits."""
+def folder_groups(segments: Sequence[SegmentFile], selection: Selection) -> list[list[SegmentFile]]:
+    """The segments of each partition folder the selection wants, folder by folder."""
     if selection.nothing:
         return []
     folders: dict[str, list[SegmentFile]] = {}
     for segment in segments:
         if selection.wants_partition(segment.topic, segment.partition):
             folders.setdefault(str(Path(segment.path).parent), []).append(segment)
+    return list(folders.values())
+
+
+def plan_folders(
+    segments: Sequence[SegmentFile],
+    selection: Selection,
+    pack_bytes: int = 0,
+    open_cost: int = 0,
+) -> list[FolderSplit]:
+    """One split per partition folder the selection wants, every segment
+    whole; with ``pack_bytes``, folders share splits as :func:`pack` packs
+    segments (a folder counts its bytes plus ``open_cost`` per segment)."""
     out: list[FolderSplit] = []
     group: list[SegmentFile] = []
     total = 0
-    for found in folders.values():
+    for found in folder_groups(segments, selection):
         size = sum(s.size for s in found)
         if group and (pack_bytes <= 0 or total + size > pack_bytes):
             out.append(FolderSplit(tuple(group)))
             group, total = [], 0
         group.extend(found)
-        total += size
+        total += size + open_cost * len(found)
     if group:
         out.append(FolderSplit(tuple(group)))
     return out

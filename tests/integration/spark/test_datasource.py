@@ -55,9 +55,10 @@ def test_reads_what_the_broker_stored_for_real_clients(
 def test_pushed_filters_are_exact_and_prune_files(spark: Any, broker_logs: Path) -> None:
     # a fresh DataFrame per filter set: Spark 4.3.0 keeps the read planned for one
     # pushdown on the relation and reuses it for a later query of the same
-    # DataFrame that pushes nothing (README, "kafka-log data source")
+    # DataFrame that pushes nothing (README, "kafka-log data source"). No
+    # packing: one task per planned segment, so task counts show what was kept
     def log() -> Any:
-        return spark.read.format("kafka-log").load(str(broker_logs))
+        return spark.read.format("kafka-log").option("packBytes", "0").load(str(broker_logs))
 
     narrow = log().where(
         "topic = 'kp-m2-lz4' AND partition = 0 AND offset >= 3 AND offset < 9 AND key IS NOT NULL"

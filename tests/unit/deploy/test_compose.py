@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +145,20 @@ def test_podman_compose_renders_the_file() -> None:
     assert Path(broker["build"]["context"]).resolve() == REPO
     assert f"RUNTIME_IMAGE={dict(global_args())['RUNTIME_IMAGE']}" in broker["build"]["args"]
     assert rendered["services"]["prometheus"]["image"].startswith("docker.io/prom/prometheus:")
+
+
+def test_every_service_sets_the_limits_of_containers_conf() -> None:
+    """Without explicit limits rootful podman 4 asks runc for 1048576 open
+    files and processes, which hosts whose root lacks CAP_SYS_RESOURCE refuse
+    ("error setting rlimit type 7"); compose must work without CONTAINERS_CONF."""
+    conf = tomllib.loads((DEPLOY / "container" / "containers.conf").read_text())
+    expected: dict[str, dict[str, int]] = {}
+    for spec in conf["containers"]["default_ulimits"]:
+        name, _, limits = spec.partition("=")
+        soft, _, hard = limits.partition(":")
+        expected[name] = {"soft": int(soft), "hard": int(hard)}
+    assert set(expected) == {"nofile", "nproc"}
+    for name, service in compose()["services"].items():
+        assert service.get("ulimits") == expected, name
+    for limits in expected.values():
+        assert 0 < limits["soft"] <= limits["hard"] < 1048576

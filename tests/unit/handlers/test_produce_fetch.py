@@ -298,12 +298,51 @@ def test_fetch_down_conversion_disabled_is_unsupported_version(broker):
     assert only_partition(broker.call(fetch("t", 0, 0), 4)).error_code == ErrorCode.NONE
 
 
-def test_fetch_out_of_range_reports_offsets(broker):
+def test_fetch_out_of_range_reports_unknown_offsets(broker):
+    # Kafka 3.9 without tiered storage: ReplicaManager.createLogReadResult(e)
+    # answers -1 for every offset; consumers reset through ListOffsets
     create(broker, "t")
     broker.call(produce("t", 0, bytes(build_v2_batch(records(2, broker.now_ms)).buffer)), 7)
-    part = only_partition(broker.call(fetch("t", 0, 99), 11))
-    assert part.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
-    assert (part.high_watermark, part.log_start_offset) == (2, 0)
+    for offset in (-5, 3, 99):
+        part = only_partition(broker.call(fetch("t", 0, offset), 11))
+        assert part.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+        assert (part.high_watermark, part.last_stable_offset, part.log_start_offset) == (-1, -1, -1)
+        assert not part.records
+    part = only_partition(broker.call(fetch("t", 0, 2), 11))  # the log end offset itself
+    assert part.error_code == ErrorCode.NONE
+    assert (part.high_watermark, part.last_stable_offset, part.log_start_offset) == (2, 2, 0)
+
+
+@pytest.mark.parametrize("version", [0, 3, 4, 9])
+def test_fetch_below_v10_of_a_zstd_topic_is_unsupported_compression_type(broker, version):
+    # KafkaApis.handleFetchRequest: by the topic's compression.type, whatever
+    # the batches hold and ahead of the partition's other errors
+    create(broker, "z", compression_type="zstd")
+    broker.call(produce("z", 0, bytes(build_v2_batch(records(2, broker.now_ms)).buffer)), 7)
+    for offset in (0, 99):
+        part = only_partition(broker.call(fetch("z", 0, offset), version))
+        assert part.error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+        assert (part.high_watermark, part.log_start_offset) == (-1, -1)
+        assert not part.records
+    if version == 9:
+        req = fetch("z", 0, 0)
+        req.topics[0].partitions[0].current_leader_epoch = 5
+        part = only_partition(broker.call(req, version))
+        assert part.error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+
+
+def test_fetch_v10_reads_a_zstd_topic_and_older_versions_read_other_codecs(broker):
+    create(broker, "z", compression_type="zstd")
+    create(broker, "p")  # compression.type=producer: the gate looks at the config only
+    for topic in ("z", "p"):
+        broker.call(produce(topic, 0, bytes(build_v2_batch(records(2, broker.now_ms)).buffer)), 7)
+    part = only_partition(broker.call(fetch("z", 0, 0), 10))
+    assert part.error_code == ErrorCode.NONE
+    (batch,) = iter_batches(part.records, file=True)
+    assert batch.compression_type == CompressionType.ZSTD
+    for version in (4, 9):
+        part = only_partition(broker.call(fetch("p", 0, 0), version))
+        assert part.error_code == ErrorCode.NONE and part.records
 
 
 def test_fetch_unknown_topic_and_fenced_epoch(broker):
