@@ -100,13 +100,22 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     assert process.stop() == 0, process.log()
 
 
-def _hwm(process: BrokerProcess) -> int:
+def _status(process: BrokerProcess, field: str) -> int:
+    """A memory figure of the broker process (VmHWM, VmRSS) in bytes."""
     assert process.proc is not None
     with open(f"/proc/{process.proc.pid}/status") as status:
         for line in status:
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM")
+    raise AssertionError(f"no {field}")
+
+
+def _hwm(process: BrokerProcess) -> int:
+    return _status(process, "VmHWM")
+
+
+def _rss(process: BrokerProcess) -> int:
+    return _status(process, "VmRSS")
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -144,15 +153,6 @@ def payloads_small() -> bytes:
     from tests.abuse.good_producer import small_batch
 
     return small_batch()
-
-
-def _rss(process: BrokerProcess) -> int:
-    assert process.proc is not None
-    with open(f"/proc/{process.proc.pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
 
 
 def test_bombs_in_a_row_do_not_pile_up_memory(broker):
