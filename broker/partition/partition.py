@@ -179,16 +179,23 @@ class Partition:
         the partition, ``inline`` is true and the validation fits the inline
         budget; else queued (see the module docstring), and the future's
         result (or exception) is the append's. Raises or fails with the
-        ``broker.errors`` exception of the first failing step."""
-        if inline and self._queue_tail is None:
+        ``broker.errors`` exception of the first failing step.
+
+        ``inline`` false (the request used up its time on the loop): the
+        validation runs on a worker thread whatever it costs."""
+        previous = self._queue_tail
+        if previous is not None and previous.done():
+            previous = None  # ended; its done callback has not run yet
+        if inline and previous is None:
             try:
                 result = self._validation(records, produce_version, None, self._inline_budget)()
             except OffloadRequired:
                 pass
             else:
                 return self._append_validated(result)
-        previous = self._queue_tail
-        queued = asyncio.ensure_future(self._append_queued(records, produce_version, previous))
+        queued = asyncio.ensure_future(
+            self._append_queued(records, produce_version, previous, worker_only=not inline)
+        )
         self._queue_tail = queued
         queued.add_done_callback(self._queued_done)
         return queued
@@ -209,11 +216,23 @@ class Partition:
         records: memoryview,
         produce_version: int,
         previous: asyncio.Future[AppendOutcome] | None,
+        *,
+        worker_only: bool,
     ) -> AppendOutcome:
         if previous is not None:
             # its outcome is its own request's; only its end matters here
             await asyncio.wait((previous,))
         self._check_not_removed()
+        if not worker_only:
+            # queued only to keep the order: a cheap one is validated here, so a
+            # partition under steady load does not send every append through
+            # the worker pool while its queue never quite drains
+            try:
+                cheap = self._validation(records, produce_version, None, self._inline_budget)()
+            except OffloadRequired:
+                pass
+            else:
+                return self._append_validated(cheap)
         deferred = DeferredRecorder()
         try:
             result = await self._offload(

@@ -221,3 +221,34 @@ def test_wait_queued_appends_returns_once_every_queue_is_empty(make_broker):
     for partition in run(go()):
         assert partition.queued_append is None
         assert partition.log.log_end_offset == 30
+
+
+def test_cheap_appends_queued_behind_a_costly_one_are_validated_on_the_loop(make_broker):
+    """Only the costly append goes to a worker; the cheap ones behind it wait
+    for their turn and are validated inline (a partition under steady load
+    would otherwise send every append through the pool), and once the queue
+    is done the partition appends at once again."""
+    broker = make_broker(produce_inline_max_cost="200000")
+    _setup(broker)
+    partition = broker.replica_manager.get_partition("t", 0)
+    offloaded = []
+    real = partition._offload
+
+    def counting(fn):
+        offloaded.append(fn)
+        return real(fn)
+
+    partition._offload = counting
+    big = bytes(build_v2_batch(_records(3000), compression_type=CompressionType.GZIP).buffer)
+    small = bytes(build_v2_batch(_records(2)).buffer)
+
+    async def go():
+        outcomes = [broker.send(_request({("t", 0): p}), 9) for p in (big, *[small] * 5)]
+        for outcome in outcomes:
+            await outcome
+        assert partition.queued_append is None
+        assert not inspect.isawaitable(broker.send(_request({("t", 0): small}), 9))
+
+    run(go())
+    assert len(offloaded) == 1
+    assert partition.log.log_end_offset == 3000 + 6 * 2
