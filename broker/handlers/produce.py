@@ -198,6 +198,7 @@ class ProduceHandler(RequestHandler):
         topics = []
         # partitions after this moment are validated on a worker thread
         inline_until = time.perf_counter_ns() + self._inline_ns
+        first = True
         for td in request.topic_data:
             name = td.name
             tmeters: TopicMeters | None = None
@@ -235,8 +236,11 @@ class ProduceHandler(RequestHandler):
                             min_isr_check=min_isr_check,
                             durable=durable,
                             listing=listing,
-                            inline=time.perf_counter_ns() < inline_until,
+                            # the first partition is always tried inline (its own
+                            # cost is bounded by produce.inline.max.cost)
+                            inline=first or time.perf_counter_ns() < inline_until,
                         )
+                        first = False
                         if isinstance(got, asyncio.Future):
                             queued.append(
                                 _Queued(responses, len(responses), partition, records.nbytes,

@@ -158,8 +158,9 @@ def test_appends_keep_arrival_order_behind_a_queued_one(make_broker):
 
 
 def test_partitions_after_the_inline_time_budget_are_queued(make_broker):
-    """With no time on the loop at all, every partition of a request is
-    validated on the worker pool; acks=all then waits for the fsync of all."""
+    """With no time on the loop at all, every partition of a request after
+    the first is validated on the worker pool; acks=all then waits for the
+    fsync of all."""
     broker = make_broker(produce_inline_max_ms="0")
     _setup(broker)
     payload = bytes(build_v2_batch(_records(10)).buffer)
