@@ -40,7 +40,8 @@ class BudgetWaiter(Protocol):
     """A connection seen from the budget."""
 
     def budget_available(self) -> bool:
-        """Retry what was refused; True when it got it (or needs nothing now)."""
+        """Retry what was refused, out of the line; True when it got it (or needs
+        nothing now), False to be put back at the head of the line."""
         ...
 
 
@@ -98,7 +99,7 @@ class ReceiveBudget:
         self._waiting.append(waiter)
 
     def leave(self, waiter: BudgetWaiter) -> None:
-        """A waiting connection closed."""
+        """A waiting connection closed, or found room by itself."""
         with contextlib.suppress(ValueError):
             self._waiting.remove(waiter)
 
@@ -112,8 +113,9 @@ class ReceiveBudget:
         self._waking = True
         try:
             while self._waiting and (self.used < self.limit or self._overdraft is None):
-                if not self._waiting[0].budget_available():
-                    break  # still refused: it keeps its place at the head of the line
-                self._waiting.popleft()
+                waiter = self._waiting.popleft()
+                if not waiter.budget_available():
+                    self._waiting.appendleft(waiter)  # refused again: it keeps its place
+                    break
         finally:
             self._waking = False

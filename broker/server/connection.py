@@ -22,17 +22,20 @@ bytes costs 16 KiB. Buffers grown for large frames are pooled once no frame
 in flight points into them (``POOL_BUFFERS`` of at most
 ``POOL_BUFFER_BYTES``, while the broker's receive budget is at most half
 used) and a frame that does not fit where it starts goes straight into a
-pooled buffer that holds it whole, so a producer of 1 MB requests pays one
-short copy per request, not a growth chain. A connection quiet for a sweep
-(``server/registry.py``) drops its buffers.
+pooled buffer that holds it whole, so a warm producer of 1 MB requests pays
+one short copy per request, not a growth chain (its first large frames pay
+the doubling: each byte copied about once). A connection quiet for a sweep
+(``server/registry.py``) drops its buffers, and while other connections wait
+for the receive budget an emptied large buffer goes back at once.
 
 Bounds, each counted where the bytes are held:
 
 * Broker-wide, ``queued.max.request.bytes`` (:class:`ReceiveBudget`): every
   byte of receive buffer, partial frames included. A buffer grows only
   with the budget's consent; a refused connection stops reading until bytes
-  come back (one connection at a time may finish its frame beyond the
-  limit, so a full budget never stops every frame; ``server/budget.py``).
+  come back or its own answers free its buffer (one connection at a time may
+  finish the frame it has begun beyond the limit, so a full budget never
+  stops every frame; ``server/budget.py``).
 * Per connection, ``connection.max.inflight.bytes``: bytes of requests
   dispatched and not answered, plus bytes of answers the client has not
   taken yet (answers done but waiting behind an earlier one, and the
@@ -383,19 +386,33 @@ class Connection(asyncio.BufferedProtocol):
         self._muted = False
         if self._start == self._end and id(self._buf) not in self._live:
             self._start = self._end = 0
-            if len(self._buf) > INITIAL_BUFFER_BYTES and self.budget.tight():
+            if len(self._buf) > INITIAL_BUFFER_BYTES and self.budget.waiting:
+                # others wait for room: an empty large buffer goes back at once
                 self._drop(self._buf, pool=False)
                 self._set_buffer(_EMPTY, 0)
-        if self._make_room(ask=True):
+        if self._ensure_room():
             self._maybe_resume_reading()
         else:
             self._pause_reading()
+
+    def _ensure_room(self) -> bool:
+        """:meth:`_make_room` with the budget's consent; refused, the connection
+        joins the budget's line (once) and is called back when bytes come back."""
+        if self._make_room(ask=True):
+            if self._budget_waiting:  # room came from our own answers draining
+                self._budget_waiting = False
+                self.budget.leave(self)
+            return True
+        if not self._budget_waiting:
+            self._budget_waiting = True
+            self.budget.wait(self)
+        return False
 
     def _make_room(self, *, ask: bool) -> bool:
         """Room for the next read: the frame in progress fits where it is, or
         ``MIN_READ`` is free; else slide it down, or move it to a pooled or a
         new buffer. New memory needs the budget's consent when ``ask`` (else
-        it is charged regardless); False when refused (then waiting for it)."""
+        it is charged regardless); False when refused."""
         buf = self._buf
         cap = len(buf)
         start, end = self._start, self._end
@@ -433,9 +450,6 @@ class Connection(asyncio.BufferedProtocol):
             self.budget.charge(want)  # a connection's first buffer is never refused
         elif not self._acquire(want):
             if ask:
-                if not self._budget_waiting:
-                    self._budget_waiting = True
-                    self.budget.wait(self)
                 return False
             self.budget.charge(want)
         self._rx_held += want
@@ -444,7 +458,8 @@ class Connection(asyncio.BufferedProtocol):
 
     def _acquire(self, n: int) -> bool:
         budget = self.budget
-        may_overdraft = self._overdraft_slot is None
+        # the overdraft is for finishing a frame begun, once per grant
+        may_overdraft = self._overdraft_slot is None and self._end > self._start
         if not budget.try_acquire(self, n, overdraft=may_overdraft):
             if not self._pool:
                 return False
@@ -456,13 +471,14 @@ class Connection(asyncio.BufferedProtocol):
         return True
 
     def budget_available(self) -> bool:
-        """The receive budget has room again (``BudgetWaiter``)."""
+        """The receive budget has room again (``BudgetWaiter``): it took us out of
+        its line, and puts us back at its head when we are refused again."""
+        self._budget_waiting = False
         if self._closed or self._closing:
-            self._budget_waiting = False
             return True
         if not self._make_room(ask=True):
+            self._budget_waiting = True
             return False
-        self._budget_waiting = False
         self._maybe_resume_reading()
         return True
 
@@ -621,14 +637,15 @@ class Connection(asyncio.BufferedProtocol):
         """Answers drained: dispatch what the buffer holds, then read again."""
         if self._closed or self._closing:
             return
-        if not self._muted:
-            if self._start == self._end and self._end and id(self._buf) not in self._live:
-                self._start = self._end = 0  # nothing left in the buffer: read from its start
+        if self._muted:
+            if self._inflight + self._waiting_bytes + self._tx < self.limits.max_inflight_bytes:
+                self._muted = False
+                self._cut_frames()
             return
-        if self._inflight + self._waiting_bytes + self._tx >= self.limits.max_inflight_bytes:
-            return
-        self._muted = False
-        self._cut_frames()
+        if self._start == self._end and self._end and id(self._buf) not in self._live:
+            self._start = self._end = 0  # nothing left in the buffer: read from its start
+        if self._budget_waiting and self._ensure_room():
+            self._maybe_resume_reading()
 
     def _pause_reading(self) -> None:
         if not self._reading_paused and self.transport is not None and not self._closed:

@@ -581,3 +581,42 @@ async def _until(predicate, timeout: float = 5.0) -> None:
             return
         await asyncio.sleep(0.01)
     raise AssertionError("condition not reached")
+
+
+def test_a_connection_waiting_for_the_budget_resumes_when_its_own_answers_free_its_buffer():
+    """The receive budget is full and a slow request pins the connection's only
+    buffer, which has no room left: the connection waits for the budget. When the
+    slow request is answered its buffer is free again, and it reads on without
+    any bytes coming back to the budget."""
+
+    async def main():
+        handler = EchoHandler()
+        budget = ReceiveBudget(1)  # every byte beyond a first buffer is refused
+        conns = []
+
+        def factory():
+            conns.append(Connection(handler, ConnectionLimits(), budget))
+            return conns[-1]
+
+        server = await asyncio.get_running_loop().create_server(factory, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            slow = b"S" + b"s" * (INITIAL_BUFFER_BYTES - 100 - 5)  # leaves 100 bytes of room
+            w.write(frame(slow))
+            await _until(lambda: conns and conns[0].paused)
+            (conn,) = conns
+            assert budget.waiting == 1 and conn.receive_buffer_bytes == INITIAL_BUFFER_BYTES
+            w.write(frame(b"after"))
+            await asyncio.sleep(0.05)
+            assert handler.seen == [slow]
+            handler.release.set()
+            assert await read_frame(r) == b"slow:" + slow
+            assert await read_frame(r) == b"after"
+            assert budget.waiting == 0 and budget.used == INITIAL_BUFFER_BYTES
+        finally:
+            w.close()
+            server.close()
+            await server.wait_closed()
+
+    run(main())
