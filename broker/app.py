@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import logging
 import os
+import resource
 import signal
 import sys
 import time
@@ -335,10 +336,11 @@ async def connection_registry(
     cap = connection_quotas.descriptor_cap()
     if cap < max_connections:
         log.info(
-            "max.connections %d is above what the file descriptor limit leaves room for:"
-            " at most %d connections at once",
-            max_connections,
+            "at most %d connections at once: the file descriptor limit (ulimit -n %d) less"
+            " what the logs hold and a reserve (max.connections is %d)",
             cap,
+            resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+            max_connections,
         )
         max_connections = cap
     quotas = connection_quotas.ConnectionQuotas(

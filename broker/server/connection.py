@@ -18,7 +18,9 @@ prefix announces: a connection gets its first buffer (``INITIAL_BUFFER_BYTES``)
 when its first bytes arrive (an idle connection holds none), and a frame
 that outgrows its buffer moves to one twice the size of what arrived of it
 (at most the frame's own size), so a peer announcing 100 MB and sending 12
-bytes costs 16 KiB. Buffers grown for large frames are pooled once no frame
+bytes costs 16 KiB; small frames that fill their buffer while still in flight
+(pipelining) get one twice as large next, up to ``STREAM_BUFFER_BYTES``
+(fewer buffers to replace). Buffers grown for large frames are pooled once no frame
 in flight points into them (``POOL_BUFFERS`` of at most
 ``POOL_BUFFER_BYTES``, while the broker's receive budget is at most half
 used) and a frame that does not fit where it starts goes straight into a
@@ -87,6 +89,9 @@ INITIAL_BUFFER_BYTES = 16 * 1024
 #: never offer the loop less room than this for one read (unless the frame in
 #: progress fits in what is left)
 MIN_READ = 4 * 1024
+#: small frames that fill their buffer while in flight (pipelining) get a buffer
+#: twice the size of the one they filled, up to this
+STREAM_BUFFER_BYTES = 256 * 1024
 #: released receive buffers (grown for large frames, at most this size) a connection
 #: keeps for its next large frames, and how many
 POOL_BUFFER_BYTES = 4 * 1024 * 1024
@@ -440,7 +445,9 @@ class Connection(asyncio.BufferedProtocol):
             if cap and not pinned:
                 self._slide_partial()  # at most 3 bytes
                 return True
-            want = INITIAL_BUFFER_BYTES
+            # frames in flight filled the buffer: pipelining; the next one is twice as
+            # large (up to STREAM_BUFFER_BYTES), so small frames fill fewer buffers
+            want = max(INITIAL_BUFFER_BYTES, min(2 * cap, STREAM_BUFFER_BYTES))
             keep_old = True
         pooled = self._take_pooled(want)
         if pooled is not None:
@@ -680,6 +687,10 @@ class Connection(asyncio.BufferedProtocol):
         if tx != self._sweep_tx:
             active = True  # the client takes its answers
             self._sweep_tx = tx
+        if self._muted and tx < self._tx:
+            # drained below the high-water mark without telling (no resume_writing)
+            self._tx = tx
+            self._maybe_resume()
         if active:
             self._quiet_since = now
         if self._end > self._start and not self._reading_paused:
