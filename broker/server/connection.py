@@ -445,9 +445,14 @@ class Connection(asyncio.BufferedProtocol):
             if cap and not pinned:
                 self._slide_partial()  # at most 3 bytes
                 return True
-            # frames in flight filled the buffer: pipelining; the next one is twice as
-            # large (up to STREAM_BUFFER_BYTES), so small frames fill fewer buffers
-            want = max(INITIAL_BUFFER_BYTES, min(2 * cap, STREAM_BUFFER_BYTES))
+            # frames in flight filled the buffer: small frames pipelined get one twice
+            # as large (up to STREAM_BUFFER_BYTES); after a buffer grown for a large
+            # frame the next frame's size is unknown: a first buffer's worth
+            want = (
+                max(INITIAL_BUFFER_BYTES, min(2 * cap, STREAM_BUFFER_BYTES))
+                if cap <= STREAM_BUFFER_BYTES
+                else INITIAL_BUFFER_BYTES
+            )
             keep_old = True
         pooled = self._take_pooled(want)
         if pooled is not None:
