@@ -5,6 +5,7 @@ the transport's write buffer), and what makes the connection go on."""
 from __future__ import annotations
 
 import asyncio
+import struct
 
 from broker.server.budget import ReceiveBudget
 from broker.server.connection import Connection, ConnectionLimits
@@ -172,5 +173,42 @@ def test_the_sweep_notices_a_write_buffer_drained_below_the_high_water_mark() ->
         await asyncio.sleep(0)
         await asyncio.sleep(0)
         assert transport.size == 8 + 300 + 300 and not conn.paused and transport.reading
+
+    run(main())
+
+
+def test_a_file_region_waiting_behind_a_slow_answer_counts_its_size() -> None:
+    class Region:
+        def __init__(self, size: int) -> None:
+            self.size = size
+
+    class Regions(Answers):
+        def handle_frame(self, frame_view, conn):
+            data = bytes(frame_view)
+            if data.startswith(b"S"):
+                return super().handle_frame(frame_view, conn)
+            self.seen.append(data)
+            return [struct.pack(">i", 700), Region(700)]
+
+    def write_region(transport, region) -> None:
+        transport.write(b"r" * region.size)
+
+    async def main() -> None:
+        handler = Regions(0)
+        conn = Connection(
+            handler,
+            ConnectionLimits(max_inflight_bytes=1000),
+            ReceiveBudget(1 << 30),
+            write_segment=write_region,
+        )
+        transport = FakeTransport()
+        conn.connection_made(transport)  # type: ignore[arg-type]
+        feed(conn, frame(b"S") + frame(b"f0") + frame(b"f1") + frame(b"f2"))
+        # two answers of 704 bytes (a region of 700) wait behind S: f2 stays buffered
+        assert handler.seen == [b"S", b"f0", b"f1"] and conn.paused
+        handler.release.set()
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert transport.written[1:] == [struct.pack(">i", 700), b"r" * 700] * 2
 
     run(main())
