@@ -14,7 +14,8 @@ release the locks. Exit code 0.
 Background ticks on the event loop: retention (``log.retention.check.interval.ms``),
 flushes due to ``flush.ms`` or to a roll (every second, in a worker thread),
 recovery-point and log-start-offset checkpoints, expired ``.deleted`` files,
-expired producer ids.
+expired producer ids, and the connection sweep (``server/registry.py``: idle
+connections, slow frames, buffers of quiet connections).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import asyncio
 import concurrent.futures
 import logging
 import os
+import resource
 import signal
 import sys
 import threading
@@ -32,27 +34,36 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from broker import __version__
-from broker.config import BrokerConfig, parse_overrides, parse_properties
+from broker.config import BrokerConfig, parse_host_counts, parse_overrides, parse_properties
 from broker.errors import InvalidConfigError
 from broker.handlers.context import BrokerContext, Endpoint
 from broker.handlers.registry import HandlerRegistry
 from broker.log.errors import LogDirLockedError
 from broker.log.manager import LogManager
-from broker.metrics import BrokerMetrics, LogSample, NullMetrics
+from broker.metrics import BrokerMetrics, ConnectionSample, LogSample, NullMetrics
 from broker.partition.partition import OffloadResult
 from broker.partition.producer_ids import ProducerIdManager
 from broker.partition.replica_manager import ReplicaManager
 from broker.records import scan
-from broker.server.connection import Connection, ConnectionLimits, InflightBudget
+from broker.server import quotas as connection_quotas
+from broker.server.budget import ReceiveBudget
+from broker.server.connection import Connection, ConnectionLimits
 from broker.server.dispatch import Dispatcher
 from broker.server.file_region import write_file_region
 from broker.server.group_commit import GroupCommit
 from broker.server.http import OpsEndpoint
 from broker.server.listener import advertised_host, parse_listeners, start_listener
+from broker.server.registry import (
+    EXPIRY_REASONS,
+    ConnectionRecorder,
+    ConnectionRegistry,
+    TimeLimits,
+)
 
 log = logging.getLogger("broker")
 
-DEFAULT_BROKER_INFLIGHT = 512 * 1024 * 1024
+#: queued.max.request.bytes when set to -1 or 0 (Kafka: no bound)
+DEFAULT_QUEUED_MAX_REQUEST_BYTES = 512 * 1024 * 1024
 PRODUCER_EXPIRATION_CHECK_MS = 600_000
 FLUSH_TICK_S = 1.0
 DELETE_TICK_S = 5.0
@@ -108,7 +119,7 @@ class BrokerApp:
         )
         self.ops = OpsEndpoint(self.metrics.render)
         self.group_commit = GroupCommit()
-        self.connections: set[Connection] = set()
+        self.registry: ConnectionRegistry | None = None
         self.bound_port = 0
         self.metrics_port = 0
         self._server: asyncio.AbstractServer | None = None
@@ -122,6 +133,9 @@ class BrokerApp:
     async def start(self) -> None:
         cfg = self.config
         loop = asyncio.get_running_loop()
+        # cross-key checks first, before the log dirs are locked and loaded
+        budget = ReceiveBudget(receive_budget_bytes(cfg))
+        per_ip_overrides = connection_overrides(cfg)
         await loop.run_in_executor(None, self.log_manager.startup)
         self.metrics.log_provider = self._log_samples
         # produce validations too costly for the event loop (broker/partition/partition.py)
@@ -168,8 +182,12 @@ class BrokerApp:
             max_frame_bytes=int(cfg.get("socket.request.max.bytes")),
             max_inflight_bytes=int(cfg.get("connection.max.inflight.bytes")),
         )
-        queued = int(cfg.get("queued.max.request.bytes"))
-        budget = InflightBudget(queued if queued > 0 else DEFAULT_BROKER_INFLIGHT)
+        registry = self.registry = await connection_registry(
+            cfg,
+            per_ip_overrides,
+            self.meters.connection_meters(connection_quotas.REASONS, EXPIRY_REASONS),
+        )
+        self.metrics.connection_provider = lambda: ConnectionSample(budget.used, registry.paused())
 
         # the advertised address needs the bound port when listeners asks for port 0
         broker = BrokerContext(
@@ -186,17 +204,9 @@ class BrokerApp:
         dispatcher = Dispatcher(HandlerRegistry(broker), self.meters)
 
         def factory() -> Connection:
-            conn = Connection(
-                dispatcher,
-                limits,
-                budget,
-                write_segment=write_file_region,
-                on_close=self._on_close,
+            return Connection(
+                dispatcher, limits, budget, write_segment=write_file_region, owner=registry
             )
-            self.connections.add(conn)
-            self.meters.connections.inc()
-            self.meters.connections_created.inc()
-            return conn
 
         self._server, self.bound_port = await start_listener(
             self.listener,
@@ -211,6 +221,7 @@ class BrokerApp:
         else:
             broker.advertised = Endpoint(advertised_host(self.listener.host), self.bound_port)
 
+        registry.start()
         self._schedule(self._retention_tick, int(cfg.get("log.retention.check.interval.ms")) / 1000)
         self._schedule(self._flush_tick, FLUSH_TICK_S)
         self._schedule(
@@ -243,10 +254,9 @@ class BrokerApp:
     def _log_samples(self) -> list[LogSample]:
         return [LogSample(*s) for s in self.log_manager.log_stats()]
 
-    def _on_close(self, conn: Connection) -> None:
-        if conn in self.connections:
-            self.connections.discard(conn)
-            self.meters.connections.dec()
+    @property
+    def connections(self) -> list[Connection]:
+        return self.registry.connections if self.registry is not None else []
 
     # ---- background ticks -------------------------------------------------------------------
 
@@ -314,6 +324,8 @@ class BrokerApp:
         for conn in list(self.connections):
             log.warning("closing connection from %s with requests in flight", conn.peer)
             conn.abort()
+        if self.registry is not None:
+            await self.registry.stop()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -326,6 +338,63 @@ class BrokerApp:
         await asyncio.get_running_loop().run_in_executor(None, self.log_manager.shutdown)
         await self.ops.stop()
         log.info("shut down cleanly")
+
+
+def receive_budget_bytes(cfg: BrokerConfig) -> int:
+    """``queued.max.request.bytes`` (-1 or 0: 512 MiB), at least one whole request as
+    Kafka requires (``KafkaConfig``: "must be larger or equal to socket.request.max.bytes")."""
+    queued = int(cfg.get("queued.max.request.bytes"))
+    if queued <= 0:
+        return DEFAULT_QUEUED_MAX_REQUEST_BYTES
+    if queued < int(cfg.get("socket.request.max.bytes")):
+        raise InvalidConfigError(
+            "queued.max.request.bytes must be larger or equal to socket.request.max.bytes"
+        )
+    return queued
+
+
+def connection_overrides(cfg: BrokerConfig) -> dict[str, int]:
+    """``max.connections.per.ip.overrides``, checked against ``max.connections.per.ip``
+    as ``KafkaConfig.validateValues`` does."""
+    overrides = parse_host_counts(
+        "max.connections.per.ip.overrides", str(cfg.get("max.connections.per.ip.overrides"))
+    )
+    if int(cfg.get("max.connections.per.ip")) == 0 and not overrides:
+        raise InvalidConfigError(
+            "max.connections.per.ip can be set to zero only if"
+            " max.connections.per.ip.overrides property is set."
+        )
+    return overrides
+
+
+async def connection_registry(
+    cfg: BrokerConfig, overrides: dict[str, int], recorder: ConnectionRecorder
+) -> ConnectionRegistry:
+    """The connection quotas and time limits of ``cfg``: override hostnames are
+    resolved now, and ``max.connections`` is capped by the descriptors left
+    once the logs are open (:func:`broker.server.quotas.descriptor_cap`)."""
+    resolved = await asyncio.get_running_loop().run_in_executor(
+        None, connection_quotas.resolve_overrides, overrides
+    )
+    max_connections = int(cfg.get("max.connections"))
+    cap = connection_quotas.descriptor_cap()
+    if cap < max_connections:
+        log.info(
+            "at most %d connections at once: the file descriptor limit (ulimit -n %d) less"
+            " what the logs hold and a reserve (max.connections is %d)",
+            cap,
+            resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+            max_connections,
+        )
+        max_connections = cap
+    quotas = connection_quotas.ConnectionQuotas(
+        max_connections, int(cfg.get("max.connections.per.ip")), resolved
+    )
+    limits = TimeLimits(
+        idle_ms=int(cfg.get("connections.max.idle.ms")),
+        frame_ms=int(cfg.get("connection.frame.timeout.ms")),
+    )
+    return ConnectionRegistry(quotas, limits, recorder)
 
 
 # ---- the `serve` command ------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,8 @@ from typing import Any
 from broker.errors import InvalidConfigError
 
 INT_MAX = 2**31 - 1
+#: ``Utils.validHostPattern``: the characters of a host name or address
+_HOST_CHARS = re.compile(r"[0-9a-zA-Z\-%._:]+")
 INT_MIN = -(2**31)
 LONG_MAX = 2**63 - 1
 LONG_MIN = -(2**63)
@@ -130,6 +133,35 @@ def either(*checks: Validator) -> Validator:
         raise InvalidConfigError(errors[0])
 
     return check
+
+
+def parse_host_counts(name: str, value: str) -> dict[str, int]:
+    """``host:count,host:count`` (Kafka's ``Csv.parseCsvMap``: blanks around the
+    commas ignored, each entry split at its last ':' so IPv6 addresses work; a
+    host named twice keeps its last count). Hosts are names or addresses
+    (``Utils.validHostPattern``), counts non-negative 32-bit integers."""
+    out: dict[str, int] = {}
+    text = value.strip()
+    if not text:
+        return out
+    for entry in text.split(","):
+        host, sep, count = entry.strip().rpartition(":")
+        host = host.strip()
+        try:
+            number = int(count.strip(), 10)
+        except ValueError:
+            number = -1
+        if not sep or not host or not _HOST_CHARS.fullmatch(host) or not 0 <= number <= INT_MAX:
+            raise InvalidConfigError(
+                f"Invalid value {value} for configuration {name}: expected host:count entries"
+                f" separated by commas, not {entry.strip()!r}"
+            )
+        out[host] = number
+    return out
+
+
+def check_host_counts(name: str, value: Any) -> None:
+    parse_host_counts(name, str(value))
 
 
 @dataclass(frozen=True)
@@ -634,10 +666,51 @@ BROKER_KEYS: dict[str, ConfigKey] = {
         ConfigKey(
             "queued.max.request.bytes",
             ConfigType.LONG,
-            -1,
-            "Bytes of requests in flight across all connections before reads pause"
-            " (-1 = 512 MiB; Kafka's -1 means unbounded).",
+            # Kafka: -1, no bound (docs/deviations.md)
+            536_870_912,
+            "Receive buffer bytes all connections together may hold (partial frames"
+            " included) before buffers stop growing; -1 or 0 = 512 MiB (Kafka's -1 means"
+            " unbounded). At least socket.request.max.bytes.",
             in_range(-1),
+        ),
+        ConfigKey(
+            "max.connections",
+            ConfigType.INT,
+            INT_MAX,
+            "Connections open at once; a new one above it is closed at accept (Kafka"
+            " blocks the acceptor). Also capped by the file descriptor limit.",
+            in_range(0),
+        ),
+        ConfigKey(
+            "max.connections.per.ip",
+            ConfigType.INT,
+            INT_MAX,
+            "Connections open at once from one IP address; a new one above it is closed"
+            " at accept. 0 only with max.connections.per.ip.overrides.",
+            in_range(0),
+        ),
+        ConfigKey(
+            "max.connections.per.ip.overrides",
+            ConfigType.STRING,
+            "",
+            "Per-IP or hostname overrides of max.connections.per.ip, e.g."
+            " 'hostName:100,127.0.0.1:200' (hostnames are resolved at start).",
+            check_host_counts,
+        ),
+        ConfigKey(
+            "connections.max.idle.ms",
+            ConfigType.LONG,
+            600_000,
+            "A connection without a request in flight that received nothing and whose"
+            " answers did not move for this long is closed (negative = never).",
+        ),
+        ConfigKey(
+            "connection.frame.timeout.ms",
+            ConfigType.LONG,
+            30_000,
+            "A request frame must arrive whole within this long of its first byte, or"
+            " the connection is closed (this broker's; -1 = no limit).",
+            either(in_range(1), in_range(-1, -1)),
         ),
         ConfigKey(
             "log.flush.offset.checkpoint.interval.ms",
@@ -678,8 +751,9 @@ BROKER_KEYS: dict[str, ConfigKey] = {
             "connection.max.inflight.bytes",
             ConfigType.LONG,
             67_108_864,
-            "Bytes of requests received on one connection and not yet answered before"
-            " reading from it pauses (this broker's; Kafka mutes a channel per request).",
+            "Bytes one connection may have unanswered (requests in flight plus answers"
+            " its client has not taken yet) before it stops reading and dispatching"
+            " (this broker's; Kafka mutes a channel per request).",
             in_range(1),
         ),
         ConfigKey(

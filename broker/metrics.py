@@ -100,6 +100,16 @@ class LogSample(NamedTuple):
 LogProvider = Callable[[], Iterable[LogSample]]
 
 
+class ConnectionSample(NamedTuple):
+    """The server's connection gauges, as read at scrape time."""
+
+    receive_buffer_bytes: int
+    paused: int
+
+
+ConnectionProvider = Callable[[], ConnectionSample]
+
+
 class ValidatorRecorder:
     """The validator's metrics recorder (Kafka's ``newValidatorMetricsRecorder``).
 
@@ -157,6 +167,44 @@ class RecoveryRecorder:
     def record_deleted_segments(self, segments: int, bytes_dropped: int) -> None:
         self._deleted.inc(segments)
         self._bytes.inc(bytes_dropped)
+
+
+class ConnectionMeters:
+    """The server's connection recorder (``server/registry.ConnectionRecorder``):
+    open connections, accepted, refused and expired by reason. The reasons
+    the server names are bound at start, so their series exist from zero."""
+
+    def __init__(
+        self,
+        metrics: BrokerMetrics,
+        refusal_reasons: Iterable[str] = (),
+        expiry_reasons: Iterable[str] = (),
+    ) -> None:
+        self._open = metrics.connections
+        self._created = metrics.connections_created
+        self._refused_family = metrics.connections_refused
+        self._expired_family = metrics.connections_expired
+        self._refused = {r: self._refused_family.labels(r) for r in refusal_reasons}
+        self._expired = {r: self._expired_family.labels(r) for r in expiry_reasons}
+
+    def opened(self) -> None:
+        self._open.inc()
+        self._created.inc()
+
+    def closed(self) -> None:
+        self._open.dec()
+
+    def refused(self, reason: str) -> None:
+        child = self._refused.get(reason)
+        if child is None:
+            child = self._refused[reason] = self._refused_family.labels(reason)
+        child.inc()
+
+    def expired(self, reason: str) -> None:
+        child = self._expired.get(reason)
+        if child is None:
+            child = self._expired[reason] = self._expired_family.labels(reason)
+        child.inc()
 
 
 @dataclass(frozen=True)
@@ -315,6 +363,28 @@ class _LogCollector(Collector):
         yield from (leo, lso, size, segs)
 
 
+class _ConnectionCollector(Collector):
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        provider = self._metrics.connection_provider
+        sample = provider() if provider is not None else ConnectionSample(0, 0)
+        held = GaugeMetricFamily(
+            f"{NAMESPACE}_network_receive_buffer_bytes",
+            "Receive buffer bytes held by all connections, partial frames included,"
+            " counted against queued.max.request.bytes (MemoryPoolUsed).",
+        )
+        held.add_metric([], sample.receive_buffer_bytes)
+        paused = GaugeMetricFamily(
+            f"{NAMESPACE}_network_connections_paused",
+            "Connections not reading: at connection.max.inflight.bytes, or waiting for"
+            " room in queued.max.request.bytes.",
+        )
+        paused.add_metric([], sample.paused)
+        yield from (held, paused)
+
+
 class BrokerMetrics:
     """The broker's metric registry and the bundles handed to other layers."""
 
@@ -330,6 +400,7 @@ class BrokerMetrics:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         self.max_client_label_values = max_client_label_values
         self.log_provider: LogProvider | None = None
+        self.connection_provider: ConnectionProvider | None = None
         r = self.registry
         ns = NAMESPACE
         meters = _MeterCollector()
@@ -491,6 +562,18 @@ class BrokerMetrics:
             "network_connections", "Open client connections.", namespace=ns, registry=r
         )
         self.connections_created = counter("network_connections_created", "Connections accepted.")
+        self.connections_refused = counter(
+            "network_connections_refused",
+            "New connections closed at accept because max.connections or"
+            " max.connections.per.ip was reached.",
+            ("reason",),
+        )
+        self.connections_expired = counter(
+            "network_connections_expired",
+            "Connections closed for a time limit: idle for connections.max.idle.ms, or a"
+            " frame slower than connection.frame.timeout.ms.",
+            ("reason",),
+        )
         self.build_info = Gauge(
             "broker_build_info",
             "Always 1; labels say which implementation runs.",
@@ -503,6 +586,7 @@ class BrokerMetrics:
         ).set(1)
         r.register(meters)
         r.register(_LogCollector(self))
+        r.register(_ConnectionCollector(self))
 
         self.validator_recorder = ValidatorRecorder(self)
         self.flush_recorder = FlushRecorder(self)
@@ -513,6 +597,11 @@ class BrokerMetrics:
         self._client_pairs: set[tuple[str, str]] = set()
 
     # ---- bundles -----------------------------------------------------------
+
+    def connection_meters(
+        self, refusal_reasons: Iterable[str] = (), expiry_reasons: Iterable[str] = ()
+    ) -> ConnectionMeters:
+        return ConnectionMeters(self, refusal_reasons, expiry_reasons)
 
     def topic(self, topic: str) -> TopicMetrics:
         tm = self._topics.get(topic)
@@ -622,6 +711,20 @@ class _NoOp:
 _NOOP = _NoOp()
 
 
+class _NullConnectionMeters:
+    def opened(self) -> None:
+        pass
+
+    def closed(self) -> None:
+        pass
+
+    def refused(self, reason: str) -> None:
+        pass
+
+    def expired(self, reason: str) -> None:
+        pass
+
+
 class _NullRecorder:
     def record_invalid_magic(self, count: int = 1) -> None:
         pass
@@ -663,11 +766,14 @@ class NullMetrics:
         self.validator_recorder = recorder
         self.flush_recorder = recorder
         self.recovery_recorder = recorder
-        self.connections = noop
-        self.connections_created = noop
         self._topic = TopicMetrics(*([noop] * 10))  # type: ignore[arg-type]
         self._request = _NullRequestMetrics()
         self.log_provider: LogProvider | None = None
+
+    def connection_meters(
+        self, refusal_reasons: Iterable[str] = (), expiry_reasons: Iterable[str] = ()
+    ) -> _NullConnectionMeters:
+        return _NullConnectionMeters()
 
     def topic(self, topic: str) -> TopicMetrics:
         return self._topic

@@ -1,4 +1,4 @@
-"""One client connection: framing, pipelining in order, backpressure.
+"""One client connection: framing, pipelining in order, and what it may hold.
 
 Wire framing (every Kafka request and response)::
 
@@ -9,36 +9,63 @@ Receive path (``asyncio.BufferedProtocol``): the event loop reads straight
 into our receive buffer (:meth:`get_buffer`); complete frames are cut out of
 it *in place* as ``memoryview`` slices and handed to the dispatcher, so the
 records of a produce request stay a view into the bytes the kernel wrote
-until the log has written them. A buffer that still has live frame views is
-never reused or resized: when it is full a fresh one is allocated and only
-the partial frame at its tail is moved (at most one short copy per buffer).
-When a frame's size prefix announces more than the free space, the next
-buffer is sized for the whole frame (up to ``EAGER_FRAME_BYTES``, which
-covers every produce request of a default client), so a large produce
-request lands in one piece. Beyond that the buffer grows with the bytes that
-actually arrived (``FRAME_GROWTH`` times them), so a peer that announces
-100 MB and sends 4 bytes costs ``EAGER_FRAME_BYTES``, not 100 MB (Kafka
-allocates the announced size at once; docs/deviations.md). Buffers grown for
-large frames are pooled once no unanswered frame points into them (up to
-``POOL_BUFFERS`` per connection), so a producer pipelining 1 MB requests
-behind acks=all fsyncs reuses a few buffers instead of allocating and
-zeroing a fresh one per request (0.31 against 0.05 ms of CPU per 1 MB).
+until the log has written them. A buffer that frames still in flight point
+into is never reused or resized: when more room is needed a fresh one is
+taken and only the partial frame at the tail is moved.
 
-Pipelining: every complete frame is dispatched at once, in arrival order, so
-appends happen in the order the client sent them; a handler may finish
-synchronously or hand back an awaitable (an fsync for acks=all, a long-poll
-Fetch). Responses are written strictly in request order: a slow request
-holds back the responses behind it, as Kafka's muted channel does.
+Receive buffers grow with the bytes that arrived, never with the size a
+prefix announces: a connection gets its first buffer (``INITIAL_BUFFER_BYTES``)
+when its first bytes arrive (an idle connection holds none), and a frame
+that outgrows its buffer moves to one twice the size of what arrived of it
+(at most the frame's own size), so a peer announcing 100 MB and sending 12
+bytes costs 16 KiB; small frames that fill their buffer while still in flight
+(pipelining) get one twice as large next, up to ``STREAM_BUFFER_BYTES``
+(fewer buffers to replace). Buffers grown for large frames are pooled once no frame
+in flight points into them (``POOL_BUFFERS`` of at most
+``POOL_BUFFER_BYTES``, while the broker's receive budget is at most half
+used) and a frame that does not fit where it starts goes straight into a
+pooled buffer that holds it whole, so a warm producer of 1 MB requests pays
+one short copy per request, not a growth chain (its first large frames pay
+the doubling: each byte copied about once). A connection quiet for a sweep
+(``server/registry.py``) drops its buffers, and while other connections wait
+for the receive budget an emptied large buffer goes back at once.
 
-Backpressure: bytes of requests that are received but not yet answered are
-counted per connection and per broker (:class:`InflightBudget`). Above the
-connection's limit, or the broker's, reading pauses (``pause_reading``) and
-resumes when answers drain. Writes pause the same way when the transport's
-write buffer is above its high-water mark (``pause_writing``), so a slow
-reader cannot make us buffer without bound.
+Bounds, each counted where the bytes are held:
+
+* Broker-wide, ``queued.max.request.bytes`` (:class:`ReceiveBudget`): every
+  byte of receive buffer, partial frames included. A buffer grows only
+  with the budget's consent; a refused connection stops reading until bytes
+  come back or its own answers free its buffer (one connection at a time may
+  finish the frame it has begun beyond the limit, so a full budget never
+  stops every frame; ``server/budget.py``).
+* Per connection, ``connection.max.inflight.bytes``: bytes of requests
+  dispatched and not answered, plus bytes of answers the client has not
+  taken yet (answers done but waiting behind an earlier one, and the
+  transport's write buffer). At the bound the connection stops reading *and*
+  stops dispatching the frames already in its buffer; both resume, from the
+  buffer first, when answers drain. The bound is a pause threshold: the
+  request that reaches it is handled and one answer larger than the bound
+  (a big Fetch) still goes out. The transport's high-water mark is set just
+  below the bound, so a transport holding more than the bound always
+  reports when it drains. What a connection holds is at most this bound,
+  overshot by the last request dispatched and by the answers of requests
+  already in flight (an answer can be larger than its request), plus its
+  receive buffers: frames read but not yet dispatched, the frame being
+  received (its buffer at most twice what arrived of it, never more than the
+  frame), and its pool.
+
+Pipelining: every complete frame is dispatched at once (below the bound), in
+arrival order, so appends happen in the order the client sent them; a
+handler may finish synchronously or hand back an awaitable (an fsync for
+acks=all, a long-poll Fetch). Responses are written strictly in request
+order: a slow request holds back the responses behind it, as Kafka's muted
+channel does (Kafka reads one request per connection at a time).
 
 A frame whose size is negative or above ``socket.request.max.bytes`` closes
-the connection without an answer, as Kafka's SocketServer does.
+the connection without an answer, as Kafka's SocketServer does. Time limits
+(``connections.max.idle.ms``, ``connection.frame.timeout.ms``) and the
+connection quotas are the registry's (``server/registry.py``); it asks
+each connection through :meth:`Connection.sweep`.
 """
 
 from __future__ import annotations
@@ -52,21 +79,27 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
+from broker.server.budget import ReceiveBudget
+
 log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
-#: never offer the loop less room than this for one read
-_MIN_READ = 16 * 1024
-#: frames up to this size get a buffer for the whole frame as soon as their size is known
-EAGER_FRAME_BYTES = 2 * 1024 * 1024
-#: larger frames: the buffer grows to this many times the frame bytes received so far
-FRAME_GROWTH = 4
+#: a connection's first receive buffer, allocated when its first bytes arrive
+INITIAL_BUFFER_BYTES = 16 * 1024
+#: never offer the loop less room than this for one read (unless the frame in
+#: progress fits in what is left)
+MIN_READ = 4 * 1024
+#: small frames that fill their buffer while in flight (pipelining) get a buffer
+#: twice the size of the one they filled, up to this
+STREAM_BUFFER_BYTES = 256 * 1024
 #: released receive buffers (grown for large frames, at most this size) a connection
 #: keeps for its next large frames, and how many
-POOL_BUFFER_BYTES = 2 * EAGER_FRAME_BYTES
+POOL_BUFFER_BYTES = 4 * 1024 * 1024
 POOL_BUFFERS = 4
 #: after a graceful close, how long the peer gets to close its side before a reset
 LINGER_SECONDS = 1.0
+#: the receive buffer of a connection that holds none
+_EMPTY = bytearray()
 
 #: what a handler answers with: the segments of a whole response frame, size
 #: prefix included (bytes-like objects, or file slices written by the
@@ -86,94 +119,157 @@ class FrameHandler(Protocol):
     def handle_frame(self, frame: memoryview, conn: Connection) -> Outcome: ...
 
 
+class ConnectionOwner(Protocol):
+    """Who admits and tracks connections (``server/registry.py``)."""
+
+    def opened(self, conn: Connection) -> bool:
+        """A new connection (``conn.host`` is set); False refuses it."""
+        ...
+
+    def closed(self, conn: Connection) -> None: ...
+
+
 #: writes one non-bytes segment (e.g. a file region) to a transport
 SegmentWriter = Callable[[asyncio.WriteTransport, object], None]
-
-
-class InflightBudget:
-    """Broker-wide count of request bytes received and not yet answered."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.used = 0
-        self._waiting: list[Connection] = []
-
-    def acquire(self, n: int) -> None:
-        self.used += n
-
-    def release(self, n: int) -> None:
-        self.used -= n
-        if self._waiting and self.used < self.limit:
-            waiting, self._waiting = self._waiting, []
-            for conn in waiting:
-                conn._maybe_resume_reading()
-
-    def exhausted(self) -> bool:
-        return self.used >= self.limit
-
-    def wait(self, conn: Connection) -> None:
-        if conn not in self._waiting:
-            self._waiting.append(conn)
 
 
 @dataclass
 class ConnectionLimits:
     max_frame_bytes: int = 104_857_600
     max_inflight_bytes: int = 64 * 1024 * 1024
-    receive_buffer_bytes: int = 256 * 1024
 
 
-@dataclass
 class _Slot:
-    size: int
-    #: the receive buffer the request's frame (a view) lives in
-    buf: bytearray
-    done: bool = False
-    segments: Segments | None = None
+    """One dispatched request, until its answer is handed to the transport."""
+
+    __slots__ = ("buf", "done", "segments", "size", "waiting")
+
+    def __init__(self, size: int, buf: bytearray) -> None:
+        self.size = size
+        #: the receive buffer the request's frame (a view) lives in
+        self.buf = buf
+        self.done = False
+        self.segments: Segments | None = None
+        #: bytes of the answer while it waits behind an earlier one
+        self.waiting = 0
+
+
+def segments_size(segments: Segments) -> int:
+    """Bytes of an answer (file regions by their ``size``)."""
+    total = 0
+    for seg in segments:
+        total += len(seg) if isinstance(seg, (bytes, bytearray, memoryview)) else seg.size
+    return total
 
 
 class Connection(asyncio.BufferedProtocol):
     """asyncio protocol for one client; see the module docstring."""
 
+    __slots__ = (
+        "_active",
+        "_budget_waiting",
+        "_buf",
+        "_closed",
+        "_closing",
+        "_cutting",
+        "_drain_view",
+        "_draining",
+        "_end",
+        "_frames",
+        "_inflight",
+        "_live",
+        "_muted",
+        "_on_close",
+        "_overdraft_pending",
+        "_overdraft_slot",
+        "_owner",
+        "_partial_mark",
+        "_partial_since",
+        "_pool",
+        "_quiet_since",
+        "_reading_paused",
+        "_refused",
+        "_rx_held",
+        "_slots",
+        "_start",
+        "_sweep_tx",
+        "_tasks",
+        "_tx",
+        "_view",
+        "_waiting_bytes",
+        "_write_segment",
+        "budget",
+        "client_software_name",
+        "client_software_version",
+        "handler",
+        "host",
+        "limits",
+        "peer",
+        "transport",
+    )
+
     def __init__(
         self,
         handler: FrameHandler,
         limits: ConnectionLimits,
-        budget: InflightBudget,
+        budget: ReceiveBudget,
         write_segment: SegmentWriter | None = None,
-        on_close: Callable[[Connection], None] | None = None,
+        owner: ConnectionOwner | None = None,
     ) -> None:
         self.handler = handler
         self.limits = limits
         self.budget = budget
         self._write_segment = write_segment
-        self._on_close = on_close
+        self._owner = owner
         self.transport: asyncio.Transport | None = None
         self.peer: str = "?"
+        #: the peer's IP address
+        self.host: str = ""
         #: set by the ApiVersions handler (v3+): the client's software, for metrics
         self.client_software_name: str | None = None
         self.client_software_version: str | None = None
-        self._buf = bytearray(limits.receive_buffer_bytes)
-        self._view = memoryview(self._buf)
+        self._buf = _EMPTY
+        self._view = memoryview(_EMPTY)
         self._start = 0  # first byte of the frame being received
         self._end = 0  # bytes written by the loop so far
+        #: capacity of every receive buffer held (current, pinned by frames, pooled)
+        self._rx_held = 0
         self._slots: collections.deque[_Slot] = collections.deque()
         #: id(receive buffer) -> frames in it not answered yet
         self._live: dict[int, int] = {}
         #: released large buffers, reused instead of allocating (and zeroing) new ones
         self._pool: list[bytearray] = []
+        #: request bytes dispatched and not answered; answer bytes waiting behind an
+        #: earlier answer; the transport's write buffer when last looked at
         self._inflight = 0
+        self._waiting_bytes = 0
+        self._tx = 0
+        self._frames = 0  # frames dispatched so far
         self._reading_paused = False
-        self._writing_paused = False
-        self._write_resumed: asyncio.Event | None = None
+        #: at connection.max.inflight.bytes: neither reading nor dispatching
+        self._muted = False
+        #: refused by the receive budget: not reading until it has room
+        self._budget_waiting = False
+        #: the budget's overdraft is ours for the frame being received / the slot of it
+        self._overdraft_pending = False
+        self._overdraft_slot: _Slot | None = None
+        self._cutting = False
+        self._refused = False
         self._closed = False
         #: no further frames are dispatched; the transport closes once the
         #: responses of those already dispatched are written
         self._closing = False
         #: closing, write side shut: incoming bytes are read and dropped
         self._draining = False
-        self._drain_view = memoryview(b"")
+        self._drain_view = memoryview(_EMPTY)
         self._tasks: set[asyncio.Future[Segments | None]] = set()
+        # the registry's sweep: bytes arrived since the last one; when the connection
+        # was last active; the write buffer it saw; the partial frame it timed
+        self._active = False
+        self._quiet_since = 0.0
+        self._sweep_tx = 0
+        self._partial_mark = -1
+        self._partial_since = 0.0
 
     # ---- asyncio.Protocol ----------------------------------------------
 
@@ -183,132 +279,274 @@ class Connection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         if peer:
             self.peer = f"{peer[0]}:{peer[1]}"
+            self.host = str(peer[0])
+        self._quiet_since = asyncio.get_running_loop().time()
+        if self._owner is not None and not self._owner.opened(self):
+            self._refused = True
+            self._closed = True
+            self.transport.close()
+            return
+        # pause_writing fires once the transport alone holds the bound, so a connection
+        # stopped by answers nobody reads always hears when they drain
+        bound = self.limits.max_inflight_bytes
+        self.transport.set_write_buffer_limits(high=bound - 1, low=(bound - 1) // 2)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
+        if self._refused:
+            return
         for task in list(self._tasks):
             task.cancel()
-        released = sum(s.size for s in self._slots)
         self._slots.clear()
         self._live.clear()
         self._pool.clear()
-        if released:
-            self._inflight -= released
-            self.budget.release(released)
-        if self._write_resumed is not None:
-            self._write_resumed.set()
-        if self._on_close is not None:
-            self._on_close(self)
+        self._buf = _EMPTY
+        self._view = memoryview(_EMPTY)
+        self._start = self._end = 0
+        self._inflight = self._waiting_bytes = self._tx = 0
+        self._overdraft_slot = None
+        held, self._rx_held = self._rx_held, 0
+        if self._budget_waiting:
+            self._budget_waiting = False
+            self.budget.leave(self)
+        self.budget.end_overdraft(self)
+        if held:
+            self.budget.release(held)
+        if self._owner is not None:
+            self._owner.closed(self)
 
     def pause_writing(self) -> None:
-        self._writing_paused = True
+        if self.transport is not None:
+            self._tx = self.transport.get_write_buffer_size()
 
     def resume_writing(self) -> None:
-        self._writing_paused = False
-        self._maybe_resume_reading()
+        if self.transport is not None:
+            self._tx = self.transport.get_write_buffer_size()
+        self._maybe_resume()
 
     # ---- receive --------------------------------------------------------
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if self._draining:
             return self._drain_view
-        if len(self._buf) - self._end < _MIN_READ:
-            needed = self._needed_capacity()
-            partial = self._end - self._start
-            if not self._has_live_views() and len(self._buf) >= needed and self._start > 0:
-                # nothing points into the buffer: slide the partial frame down
-                self._buf[:partial] = self._view[self._start : self._end]
-                self._start, self._end = 0, partial
-            if len(self._buf) - self._end < _MIN_READ:
-                self._new_buffer(needed)
+        if len(self._buf) - self._end < MIN_READ:
+            # the room was made after the last read unless this is the first one;
+            # the loop must get room now whatever the budget says
+            self._make_room(ask=False)
         return self._view[self._end :]
 
     def buffer_updated(self, nbytes: int) -> None:
         if self._draining:
             return  # closing: what the peer still sends is read and dropped
         self._end += nbytes
+        self._active = True
         self._cut_frames()
 
     def eof_received(self) -> bool | None:
         return None  # close the transport once everything is written
 
-    def _needed_capacity(self) -> int:
-        partial = self._end - self._start
-        if partial >= 4:
-            size: int = _SIZE.unpack_from(self._buf, self._start)[0]
-            return self._frame_capacity(size, partial)
-        return self.limits.receive_buffer_bytes
+    def _cut_frames(self) -> None:
+        """Dispatch every complete frame in the buffer while below the bound."""
+        if self._cutting:
+            return
+        self._cutting = True
+        try:
+            buf, view = self._buf, self._view
+            max_frame = self.limits.max_frame_bytes
+            bound = self.limits.max_inflight_bytes
+            while not self._closed and not self._closing:
+                start = self._start
+                avail = self._end - start
+                if avail < 4:
+                    break
+                (size,) = _SIZE.unpack_from(buf, start)
+                if size < 0 or size > max_frame:
+                    log.warning(
+                        "closing connection from %s: frame of %d bytes (limit %d)",
+                        self.peer,
+                        size,
+                        max_frame,
+                    )
+                    self.abort()
+                    return
+                if avail < 4 + size:
+                    break
+                if self._inflight + self._waiting_bytes + self._tx >= bound:
+                    break  # the frame waits in the buffer until answers drain
+                self._start = start + 4 + size
+                self._dispatch(view[start + 4 : start + 4 + size], size + 4)
+        finally:
+            self._cutting = False
+        self._after_input()
 
-    def _frame_capacity(self, size: int, received: int) -> int:
-        """Buffer room for a frame of ``size`` bytes (plus its prefix) of which
-        ``received`` bytes are here: all of it when the frame is small, else
-        room that grows with what arrived (see the module docstring)."""
-        whole = size + 4
-        if whole > EAGER_FRAME_BYTES:
-            whole = min(whole, max(EAGER_FRAME_BYTES, FRAME_GROWTH * received))
-        return max(self.limits.receive_buffer_bytes, whole)
-
-    def _new_buffer(self, capacity: int) -> None:
-        """Move the partial frame at the tail into another buffer (a pooled one
-        if one is big enough, else a fresh one); the old buffer stays alive as
-        long as frame views into it do, and is pooled once none is left."""
-        partial = self._end - self._start
-        size = max(capacity, partial + _MIN_READ)
-        buf = next((b for b in self._pool if len(b) >= size), None)
-        if buf is None:
-            buf = bytearray(size)
+    def _after_input(self) -> None:
+        """After frames were cut: stop at the bound, else make room for the next
+        read (which may have to wait for the receive budget)."""
+        if self._closed or self._closing:
+            return
+        if self._inflight + self._waiting_bytes + self._tx >= self.limits.max_inflight_bytes:
+            self._muted = True
+            self._pause_reading()
+            return
+        self._muted = False
+        if self._start == self._end and id(self._buf) not in self._live:
+            self._start = self._end = 0
+            if len(self._buf) > INITIAL_BUFFER_BYTES and self.budget.waiting:
+                # others wait for room: an empty large buffer goes back at once
+                self._drop(self._buf, pool=False)
+                self._set_buffer(_EMPTY, 0)
+        if self._ensure_room():
+            self._maybe_resume_reading()
         else:
-            self._pool.remove(buf)
-        buf[:partial] = self._view[self._start : self._end]
-        old = self._buf
+            self._pause_reading()
+
+    def _ensure_room(self) -> bool:
+        """:meth:`_make_room` with the budget's consent; refused, the connection
+        joins the budget's line (once) and is called back when bytes come back."""
+        if self._make_room(ask=True):
+            if self._budget_waiting:  # room came from our own answers draining
+                self._budget_waiting = False
+                self.budget.leave(self)
+            return True
+        if not self._budget_waiting:
+            self._budget_waiting = True
+            self.budget.wait(self)
+        return False
+
+    def _make_room(self, *, ask: bool) -> bool:
+        """Room for the next read: the frame in progress fits where it is, or
+        ``MIN_READ`` is free; else slide it down, or move it to a pooled or a
+        new buffer. New memory needs the budget's consent when ``ask`` (else
+        it is charged regardless); False when refused."""
+        buf = self._buf
+        cap = len(buf)
+        start, end = self._start, self._end
+        partial = end - start
+        pinned = id(buf) in self._live
+        if partial >= 4:
+            whole: int = _SIZE.unpack_from(buf, start)[0] + 4
+            if start + whole <= cap:
+                return True  # the frame fits where it is
+            pooled = self._take_pooled(whole)
+            if pooled is not None:
+                self._move_partial(pooled)  # lands whole: one short copy
+                return True
+            if not pinned and cap >= whole:
+                self._slide_partial()
+                return True
+            if cap - end >= MIN_READ:
+                return True  # read more first: the move copies what arrived
+            want = min(whole, max(INITIAL_BUFFER_BYTES, 2 * partial))
+            # a buffer outgrown by a frame is no use for the next frames of that size
+            keep_old = cap >= whole
+        else:
+            if cap - end >= MIN_READ:
+                return True
+            if cap and not pinned:
+                self._slide_partial()  # at most 3 bytes
+                return True
+            # frames in flight filled the buffer: small frames pipelined get one twice
+            # as large (up to STREAM_BUFFER_BYTES); after a buffer grown for a large
+            # frame the next frame's size is unknown: a first buffer's worth
+            want = (
+                max(INITIAL_BUFFER_BYTES, min(2 * cap, STREAM_BUFFER_BYTES))
+                if cap <= STREAM_BUFFER_BYTES
+                else INITIAL_BUFFER_BYTES
+            )
+            keep_old = True
+        pooled = self._take_pooled(want)
+        if pooled is not None:
+            self._move_partial(pooled, keep_old=keep_old)
+            return True
+        if not cap:
+            self.budget.charge(want)  # a connection's first buffer is never refused
+        elif not self._acquire(want):
+            if ask:
+                return False
+            self.budget.charge(want)
+        self._rx_held += want
+        self._move_partial(bytearray(want), keep_old=keep_old)
+        return True
+
+    def _acquire(self, n: int) -> bool:
+        budget = self.budget
+        # the overdraft is for finishing a frame begun, once per grant
+        may_overdraft = self._overdraft_slot is None and self._end > self._start
+        if not budget.try_acquire(self, n, overdraft=may_overdraft):
+            if not self._pool:
+                return False
+            self._drop_pool()  # our own cache goes first
+            if not budget.try_acquire(self, n, overdraft=may_overdraft):
+                return False
+        if may_overdraft and not self._overdraft_pending and budget.holds_overdraft(self):
+            self._overdraft_pending = True  # the next frame dispatched is the overdraft's
+        return True
+
+    def budget_available(self) -> bool:
+        """The receive budget has room again (``BudgetWaiter``): it took us out of
+        its line, and puts us back at its head when we are refused again."""
+        self._budget_waiting = False
+        if self._closed or self._closing:
+            return True
+        if not self._make_room(ask=True):
+            self._budget_waiting = True
+            return False
+        self._maybe_resume_reading()
+        return True
+
+    def _set_buffer(self, buf: bytearray, end: int) -> None:
         self._buf = buf
-        if id(old) not in self._live:
-            self._maybe_pool(old)
         self._view = memoryview(buf)
         self._start = 0
-        self._end = partial
+        self._end = end
 
-    def _cut_frames(self) -> None:
-        buf = self._buf
-        while not self._closed and not self._closing:
-            avail = self._end - self._start
-            if avail < 4:
-                break
-            (size,) = _SIZE.unpack_from(buf, self._start)
-            if size < 0 or size > self.limits.max_frame_bytes:
-                log.warning(
-                    "closing connection from %s: frame of %d bytes (limit %d)",
-                    self.peer,
-                    size,
-                    self.limits.max_frame_bytes,
-                )
-                self.abort()
+    def _move_partial(self, new: bytearray, *, keep_old: bool = True) -> None:
+        """Move the partial frame at the tail into ``new``; the old buffer stays
+        alive as long as frame views into it do, then is pooled (if ``keep_old``)."""
+        partial = self._end - self._start
+        new[:partial] = self._view[self._start : self._end]
+        old = self._buf
+        self._set_buffer(new, partial)
+        if old is not _EMPTY and id(old) not in self._live:
+            self._drop(old, pool=keep_old)
+
+    def _slide_partial(self) -> None:
+        partial = self._end - self._start
+        if self._start:
+            self._buf[:partial] = self._view[self._start : self._end]
+        self._start, self._end = 0, partial
+
+    def _take_pooled(self, n: int) -> bytearray | None:
+        best = None
+        for buf in self._pool:
+            if len(buf) >= n and (best is None or len(buf) < len(best)):
+                best = buf
+        if best is not None:
+            self._pool.remove(best)
+        return best
+
+    def _drop(self, buf: bytearray, *, pool: bool) -> None:
+        """A buffer nothing points into any more: pooled, or given back."""
+        size = len(buf)
+        if pool and INITIAL_BUFFER_BYTES < size <= POOL_BUFFER_BYTES and not self.budget.tight():
+            if len(self._pool) < POOL_BUFFERS:
+                self._pool.append(buf)
                 return
-            if avail < 4 + size:
-                room = min(4 + size, self._frame_capacity(size, avail))
-                if self._start + room > len(buf):
-                    # not enough room for (the next part of) this frame: size the
-                    # next buffer for it now, so it is received in one piece
-                    self._new_buffer(self._frame_capacity(size, avail))
-                break
-            frame = self._view[self._start + 4 : self._start + 4 + size]
-            self._start += 4 + size
-            self._dispatch(frame, size + 4)
-        if self._start == self._end and not self._has_live_views():
-            # everything consumed and nothing references the buffer: reuse it
-            self._start = self._end = 0
-        self._maybe_pause_reading()
+            smallest = min(self._pool, key=len)
+            if len(smallest) < size:
+                self._pool.remove(smallest)
+                self._pool.append(buf)
+                buf = smallest
+                size = len(buf)
+        self._rx_held -= size
+        self.budget.release(size)
 
-    def _has_live_views(self) -> bool:
-        # frames of requests still in flight may point into the current buffer
-        return id(self._buf) in self._live
-
-    def _maybe_pool(self, buf: bytearray) -> None:
-        if (
-            self.limits.receive_buffer_bytes < len(buf) <= POOL_BUFFER_BYTES
-            and len(self._pool) < POOL_BUFFERS
-        ):
-            self._pool.append(buf)
+    def _drop_pool(self) -> None:
+        pooled = sum(len(b) for b in self._pool)
+        self._pool.clear()
+        if pooled:
+            self._rx_held -= pooled
+            self.budget.release(pooled)
 
     def _frame_answered(self, buf: bytearray) -> None:
         key = id(buf)
@@ -318,7 +556,7 @@ class Connection(asyncio.BufferedProtocol):
             return
         del self._live[key]
         if buf is not self._buf:
-            self._maybe_pool(buf)
+            self._drop(buf, pool=True)
 
     # ---- dispatch and ordered responses --------------------------------
 
@@ -328,7 +566,10 @@ class Connection(asyncio.BufferedProtocol):
         self._live[key] = self._live.get(key, 0) + 1
         self._slots.append(slot)
         self._inflight += size
-        self.budget.acquire(size)
+        self._frames += 1
+        if self._overdraft_pending:
+            self._overdraft_pending = False
+            self._overdraft_slot = slot
         try:
             outcome = self.handler.handle_frame(frame, self)
         except ProtocolViolation as exc:
@@ -363,24 +604,34 @@ class Connection(asyncio.BufferedProtocol):
     def _complete(self, slot: _Slot, segments: Segments | None) -> None:
         slot.done = True
         slot.segments = segments
+        if segments and self._slots and self._slots[0] is not slot:
+            slot.waiting = segments_size(segments)  # held until the earlier answers go
+            self._waiting_bytes += slot.waiting
         self._flush_ready()
 
     def _flush_ready(self) -> None:
         transport = self.transport
-        while self._slots and self._slots[0].done:
-            slot = self._slots.popleft()
+        slots = self._slots
+        wrote = False
+        while slots and slots[0].done:
+            slot = slots.popleft()
             if slot.segments and transport is not None and not self._closed:
                 self._write(transport, slot.segments)
+                wrote = True
+            if slot.waiting:
+                self._waiting_bytes -= slot.waiting
             self._frame_answered(slot.buf)
             self._inflight -= slot.size
-            self.budget.release(slot.size)
-        if not self._slots:
-            if self._closing:
-                self._finish_close()
-                return
-            if self._start == self._end:
-                self._start = self._end = 0
-        self._maybe_resume_reading()
+            if slot is self._overdraft_slot:
+                self._overdraft_slot = None
+                self.budget.end_overdraft(self)
+        if wrote and transport is not None:
+            self._tx = transport.get_write_buffer_size()
+        if not slots and self._closing:
+            self._finish_close()
+            return
+        if not self._cutting:
+            self._maybe_resume()
 
     def _write(self, transport: asyncio.Transport, segments: Segments) -> None:
         for seg in segments:
@@ -394,31 +645,93 @@ class Connection(asyncio.BufferedProtocol):
 
     # ---- flow control ---------------------------------------------------
 
-    def _over_limit(self) -> bool:
-        return (
-            self._inflight >= self.limits.max_inflight_bytes
-            or self.budget.exhausted()
-            or self._writing_paused
-        )
-
-    def _maybe_pause_reading(self) -> None:
-        if self._reading_paused or self.transport is None or self._closed:
+    def _maybe_resume(self) -> None:
+        """Answers drained: dispatch what the buffer holds, then read again."""
+        if self._closed or self._closing:
             return
-        if self._over_limit():
+        if self._muted:
+            if self._inflight + self._waiting_bytes + self._tx < self.limits.max_inflight_bytes:
+                self._muted = False
+                self._cut_frames()
+            return
+        if self._start == self._end and self._end and id(self._buf) not in self._live:
+            self._start = self._end = 0  # nothing left in the buffer: read from its start
+        if self._budget_waiting and self._ensure_room():
+            self._maybe_resume_reading()
+
+    def _pause_reading(self) -> None:
+        if not self._reading_paused and self.transport is not None and not self._closed:
             self._reading_paused = True
             self.transport.pause_reading()
-            if self.budget.exhausted():
-                self.budget.wait(self)
 
     def _maybe_resume_reading(self) -> None:
-        if not self._reading_paused or self.transport is None or self._closed or self._closing:
+        if (
+            self._reading_paused
+            and not self._muted
+            and not self._budget_waiting
+            and not self._closed
+            and not self._closing
+            and self.transport is not None
+        ):
+            self._reading_paused = False
+            self.transport.resume_reading()
+
+    # ---- the registry's sweep ------------------------------------------
+
+    def sweep(self, now: float, idle_s: float, frame_s: float) -> str | None:
+        """Called every sweep interval: drops the buffers of a quiet connection,
+        and names the limit a connection broke (``"idle"``: nothing received,
+        no answer taken and no request in flight for ``idle_s``;
+        ``"frame_timeout"``: a frame begun ``frame_s`` ago is still incomplete
+        while we read), or None. Negative times are no limit."""
+        transport = self.transport
+        if self._closed or self._closing or transport is None:
+            return None
+        active, self._active = self._active, False
+        tx = transport.get_write_buffer_size()
+        if tx != self._sweep_tx:
+            active = True  # the client takes its answers
+            self._sweep_tx = tx
+        if self._muted and tx < self._tx:
+            # drained below the high-water mark without telling (no resume_writing)
+            self._tx = tx
+            self._maybe_resume()
+        if active:
+            self._quiet_since = now
+        if self._end > self._start and not self._reading_paused:
+            if self._partial_mark != self._frames:
+                self._partial_mark = self._frames  # a frame begun since the last sweep
+                self._partial_since = now
+            elif 0 <= frame_s <= now - self._partial_since:
+                return "frame_timeout"
+        else:
+            self._partial_mark = -1
+        if self._slots:
+            return None
+        if 0 <= idle_s <= now - self._quiet_since:
+            return "idle"
+        if not active and self._end == self._start and not self._live:
+            self.release_buffers()
+        return None
+
+    def release_buffers(self) -> None:
+        """Give back every receive buffer (nothing partial, nothing in flight)."""
+        if self._end != self._start or self._live or self._closed:
             return
-        if self._over_limit():
-            if self.budget.exhausted():
-                self.budget.wait(self)
+        self._drop_pool()
+        if self._buf is not _EMPTY:
+            self._drop(self._buf, pool=False)
+            self._set_buffer(_EMPTY, 0)
+
+    def expire(self) -> None:
+        """Close for a broken limit: gracefully when nothing is left to write."""
+        if self.transport is None or self._closed:
             return
-        self._reading_paused = False
-        self.transport.resume_reading()
+        if self.transport.get_write_buffer_size():
+            self.abort()  # answers the client does not take would keep a close waiting
+        else:
+            self._closed = True
+            self.transport.close()
 
     # ---- control ----------------------------------------------------------
 
@@ -434,9 +747,7 @@ class Connection(asyncio.BufferedProtocol):
         if self.transport is None or self._closed or self._closing:
             return
         self._closing = True
-        if not self._reading_paused:
-            self._reading_paused = True
-            self.transport.pause_reading()
+        self._pause_reading()
         if not self._slots:
             self._finish_close()
 
@@ -458,7 +769,7 @@ class Connection(asyncio.BufferedProtocol):
             transport.close()
             return
         self._draining = True
-        self._drain_view = memoryview(bytearray(_MIN_READ))
+        self._drain_view = memoryview(bytearray(MIN_READ))
         transport.write_eof()
         self._reading_paused = False
         transport.resume_reading()
@@ -471,3 +782,13 @@ class Connection(asyncio.BufferedProtocol):
     @property
     def inflight_bytes(self) -> int:
         return self._inflight
+
+    @property
+    def receive_buffer_bytes(self) -> int:
+        """Capacity of the receive buffers this connection holds."""
+        return self._rx_held
+
+    @property
+    def paused(self) -> bool:
+        """Not reading: at its bound or waiting for the receive budget."""
+        return self._muted or self._budget_waiting

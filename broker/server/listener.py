@@ -98,6 +98,8 @@ async def start_listener(
     except OSError:
         sock.close()
         raise
-    server = await loop.create_server(protocol_factory, sock=sock)
+    # the backlog again: create_server listens anew with its own (default 100), and the
+    # stdlib loop accepts at most that many connections per wake-up
+    server = await loop.create_server(protocol_factory, sock=sock, backlog=backlog)
     port: int = sock.getsockname()[1]
     return server, port

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from broker.metrics import BrokerMetrics, LogSample
+from broker.server import quotas, registry
 
 REPO = Path(__file__).resolve().parents[3]
 DEPLOY = REPO / "deploy"
@@ -82,6 +83,7 @@ def exposition_with_every_child() -> str:
     metrics.record_error("Produce", "CORRUPT_MESSAGE")
     metrics.client_conversions("Produce", "kafka-python", "2.0.2").inc()
     metrics.flush_recorder.record_flush(0.01)
+    metrics.connection_meters(quotas.REASONS, registry.EXPIRY_REASONS)
     return metrics.render().decode()
 
 

@@ -216,3 +216,50 @@ def test_request_record_equals_the_separate_observations(api, requests):
     assert got.keys() == want.keys()
     for key, value in want.items():
         assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+
+
+def test_connection_meters_count_open_accepted_refused_and_expired():
+    m = make()
+    meters = m.connection_meters(("max_connections", "max_connections_per_ip"), ("idle",))
+    s = samples(m)
+    # the reasons the server names exist from the start, at zero
+    assert s[("kafka_network_connections_refused_total", (("reason", "max_connections"),))] == 0
+    assert s[("kafka_network_connections_expired_total", (("reason", "idle"),))] == 0
+    meters.opened()
+    meters.opened()
+    meters.closed()
+    meters.refused("max_connections_per_ip")
+    meters.expired("idle")
+    meters.expired("frame_timeout")  # a reason not bound at start still counts
+    s = samples(m)
+    assert s[("kafka_network_connections", ())] == 1
+    assert s[("kafka_network_connections_created_total", ())] == 2
+    assert (
+        s[("kafka_network_connections_refused_total", (("reason", "max_connections_per_ip"),))] == 1
+    )
+    assert s[("kafka_network_connections_expired_total", (("reason", "frame_timeout"),))] == 1
+
+
+def test_connection_gauges_are_read_at_scrape_time():
+    from broker.metrics import ConnectionSample
+
+    m = make()
+    s = samples(m)
+    assert s[("kafka_network_receive_buffer_bytes", ())] == 0
+    m.connection_provider = lambda: ConnectionSample(receive_buffer_bytes=123456, paused=2)
+    s = samples(m)
+    assert s[("kafka_network_receive_buffer_bytes", ())] == 123456
+    assert s[("kafka_network_connections_paused", ())] == 2
+
+
+def test_null_connection_meters_record_nothing():
+    from broker.metrics import NullMetrics
+
+    real = make()
+    meters = NullMetrics(real).connection_meters(("max_connections",), ("idle",))
+    meters.opened()
+    meters.refused("max_connections")
+    meters.expired("idle")
+    s = samples(real)
+    assert s[("kafka_network_connections", ())] == 0
+    assert not any(n == "kafka_network_connections_refused_total" for (n, _) in s)

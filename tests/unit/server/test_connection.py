@@ -11,7 +11,8 @@ import time
 import pytest
 
 from broker.server import connection as connection_module
-from broker.server.connection import Connection, ConnectionLimits, InflightBudget
+from broker.server.budget import ReceiveBudget
+from broker.server.connection import INITIAL_BUFFER_BYTES, Connection, ConnectionLimits
 from tests.aio import run
 
 
@@ -50,8 +51,8 @@ async def read_frame(reader):
 
 async def start(handler, limits=None, budget=None):
     loop = asyncio.get_running_loop()
-    limits = limits or ConnectionLimits(receive_buffer_bytes=64)
-    budget = budget or InflightBudget(1 << 30)
+    limits = limits or ConnectionLimits()
+    budget = budget or ReceiveBudget(1 << 30)
     server = await loop.create_server(lambda: Connection(handler, limits, budget), "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     return server, port
@@ -145,7 +146,7 @@ def test_large_frame_received_in_one_buffer_without_copies_of_the_body():
                 seen_objs.append(frame_view.obj)
                 return [frame(b"ok")]
 
-        server, port = await start(Keeper(), ConnectionLimits(receive_buffer_bytes=1024))
+        server, port = await start(Keeper(), ConnectionLimits())
         r, w = await asyncio.open_connection("127.0.0.1", port)
         big = b"z" * 1_000_000
         w.write(frame(big))
@@ -163,8 +164,8 @@ def test_large_frame_received_in_one_buffer_without_copies_of_the_body():
 def test_reading_pauses_above_the_inflight_limit_and_resumes():
     async def main():
         handler = EchoHandler()
-        budget = InflightBudget(1 << 30)
-        limits = ConnectionLimits(receive_buffer_bytes=256, max_inflight_bytes=50)
+        budget = ReceiveBudget(1 << 30)
+        limits = ConnectionLimits(max_inflight_bytes=50)
         conns = []
         loop = asyncio.get_running_loop()
 
@@ -190,7 +191,8 @@ def test_reading_pauses_above_the_inflight_limit_and_resumes():
         handler.release.set()
         assert await read_frame(r) == b"slow:S" + b"a" * 60
         assert await read_frame(r) == b"after"
-        assert budget.used == 0
+        # nothing in flight; what the budget still counts is the buffer the connection reads into
+        assert budget.used == conns[0].receive_buffer_bytes <= 16 * 1024
         w.close()
         server.close()
         await server.wait_closed()
@@ -201,8 +203,8 @@ def test_reading_pauses_above_the_inflight_limit_and_resumes():
 def test_broker_wide_budget_pauses_other_connections():
     async def main():
         handler = EchoHandler()
-        budget = InflightBudget(40)
-        limits = ConnectionLimits(receive_buffer_bytes=256, max_inflight_bytes=1 << 20)
+        budget = ReceiveBudget(40)
+        limits = ConnectionLimits(max_inflight_bytes=1 << 20)
         server, port = await start(handler, limits, budget)
         r1, w1 = await asyncio.open_connection("127.0.0.1", port)
         w1.write(frame(b"S" + b"b" * 50))  # holds the whole broker budget
@@ -243,7 +245,7 @@ def test_close_stops_dispatching_and_closes_after_pending_responses():
         loop = asyncio.get_running_loop()
 
         def factory():
-            c = Connection(handler, ConnectionLimits(), InflightBudget(1 << 30))
+            c = Connection(handler, ConnectionLimits(), ReceiveBudget(1 << 30))
             conns.append(c)
             return c
 
@@ -282,7 +284,7 @@ async def _closing_server(handler):
     conns: list[Connection] = []
 
     def factory():
-        c = Connection(handler, ConnectionLimits(), InflightBudget(1 << 30))
+        c = Connection(handler, ConnectionLimits(), ReceiveBudget(1 << 30))
         conns.append(c)
         return c
 
@@ -351,8 +353,7 @@ def test_a_peer_that_never_closes_its_side_is_reset_after_the_linger(monkeypatch
 
 def test_an_announced_huge_frame_costs_only_what_was_sent():
     """A size prefix alone does not make the connection allocate the announced
-    size: beyond EAGER_FRAME_BYTES the buffer grows with the bytes received."""
-    from broker.server.connection import EAGER_FRAME_BYTES, FRAME_GROWTH
+    size: the buffer starts small and grows to twice what arrived of the frame."""
 
     async def main():
         conns = []
@@ -364,10 +365,11 @@ def test_an_announced_huge_frame_costs_only_what_was_sent():
                 return [frame(b"ok")]
 
         loop = asyncio.get_running_loop()
-        limits = ConnectionLimits(receive_buffer_bytes=4096, max_frame_bytes=64 << 20)
+        limits = ConnectionLimits(max_frame_bytes=64 << 20)
+        budget = ReceiveBudget(1 << 30)
 
         def factory():
-            conns.append(Connection(Keeper(), limits, InflightBudget(1 << 30)))
+            conns.append(Connection(Keeper(), limits, budget))
             return conns[-1]
 
         server = await loop.create_server(factory, "127.0.0.1", 0)
@@ -380,7 +382,7 @@ def test_an_announced_huge_frame_costs_only_what_was_sent():
             await w.drain()
             await asyncio.sleep(0.05)
             (conn,) = conns
-            assert len(conn._buf) <= EAGER_FRAME_BYTES
+            assert len(conn._buf) == INITIAL_BUFFER_BYTES
             # the rest in pieces: the buffer grows geometrically, the frame arrives whole
             capacities = {len(conn._buf)}
             for pos in range(100, size, 1 << 20):
@@ -388,10 +390,12 @@ def test_an_announced_huge_frame_costs_only_what_was_sent():
                 await w.drain()
                 capacities.add(len(conn._buf))
                 received = min(pos + (1 << 20), size) + 4
-                assert len(conn._buf) <= max(EAGER_FRAME_BYTES, FRAME_GROWTH * received + (1 << 20))
+                assert len(conn._buf) <= max(INITIAL_BUFFER_BYTES, 2 * received)
+                assert budget.used == conn.receive_buffer_bytes
             assert await read_frame(r) == b"ok"
             assert got == [body]
-            assert len(capacities) <= 8  # a handful of reallocations, not one per read
+            # 16 KiB doubling to 40 MiB: a dozen buffers, not one per read
+            assert len(capacities) <= 13, sorted(capacities)
         finally:
             w.close()
             for conn in conns:
@@ -422,7 +426,7 @@ def test_large_pipelined_frames_reuse_released_buffers(answer):
                 await asyncio.sleep(0.002)
                 return [frame(b"ok")]
 
-        server, port = await start(Later(), ConnectionLimits(receive_buffer_bytes=64 * 1024))
+        server, port = await start(Later(), ConnectionLimits())
         r, w = await asyncio.open_connection("127.0.0.1", port)
         try:
             body = b"p" * 1_000_000
@@ -436,6 +440,180 @@ def test_large_pipelined_frames_reuse_released_buffers(answer):
                 answered += 1
             assert len(buffers) == 24
             assert len({id(b) for b in buffers}) <= POOL_BUFFERS + 2
+        finally:
+            w.close()
+            server.close()
+            await server.wait_closed()
+
+    run(main())
+
+
+class BigAnswers(EchoHandler):
+    """Answers every frame with ``answer`` bytes (a small request, a large answer)."""
+
+    def __init__(self, answer: int) -> None:
+        super().__init__()
+        self.answer = answer
+
+    def handle_frame(self, frame_view, conn):
+        self.seen.append(bytes(frame_view))
+        return [frame(bytes(frame_view)[:8].ljust(self.answer, b"."))]
+
+
+def test_a_client_that_never_reads_stops_being_read_and_dispatched():
+    """Small pipelined requests with large answers the client never reads: the
+    connection stops at connection.max.inflight.bytes, frames already in its
+    buffer wait there undispatched, and it goes on from its buffer when the
+    client reads."""
+
+    async def main():
+        answer, bound, requests = 256 * 1024, 1 << 20, 400
+        handler = BigAnswers(answer)
+        conns = []
+
+        def factory():
+            conns.append(Connection(handler, ConnectionLimits(max_inflight_bytes=bound), budget))
+            return conns[-1]
+
+        budget = ReceiveBudget(1 << 30)
+        server = await asyncio.get_running_loop().create_server(factory, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the kernel takes little
+        sock.connect(("127.0.0.1", port))
+        sock.setblocking(False)
+        r, w = await asyncio.open_connection(sock=sock)
+        try:
+            w.write(b"".join(frame(b"req%05d" % i) for i in range(requests)))  # 6 KB in all
+            await w.drain()
+            await _until(lambda: conns and conns[0].paused)
+            (conn,) = conns
+            await asyncio.sleep(0.1)
+            handled = len(handler.seen)
+            # what the kernel's socket buffers took, then the bound and one answer
+            assert handled < 60, handled
+            assert conn.paused and conn._end - conn._start > 0  # the rest waits, buffered
+            held = conn._waiting_bytes + conn.transport.get_write_buffer_size()
+            assert held <= bound + answer
+            await asyncio.sleep(0.1)
+            assert len(handler.seen) == handled  # nothing more while nobody reads
+            for i in range(requests):  # now the client reads: everything, in order
+                assert (await read_frame(r))[:8] == b"req%05d" % i
+            assert len(handler.seen) == requests
+        finally:
+            w.close()
+            server.close()
+            await server.wait_closed()
+
+    run(main())
+
+
+def test_an_answer_larger_than_the_bound_still_goes_out():
+    async def main():
+        handler = BigAnswers(3 << 20)
+        server, port = await start(handler, ConnectionLimits(max_inflight_bytes=64 * 1024))
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        w.write(frame(b"first---") + frame(b"second--"))
+        assert (await read_frame(r))[:8] == b"first---"
+        assert (await read_frame(r))[:8] == b"second--"
+        w.close()
+        server.close()
+        await server.wait_closed()
+
+    run(main())
+
+
+def test_partial_frames_count_against_the_receive_budget():
+    """Half-received frames on many connections: the budget stops their buffers
+    growing (receive memory stays near queued.max.request.bytes), yet every frame
+    completes: one connection at a time may finish its frame beyond the limit."""
+
+    async def main():
+        limit, frame_size, clients = 1 << 20, 1 << 20, 6
+        got = []
+
+        class Keeper(EchoHandler):
+            def handle_frame(self, frame_view, conn):
+                got.append(len(frame_view))
+                return [frame(b"ok")]
+
+        budget = ReceiveBudget(limit)
+        conns = []
+
+        def factory():
+            conns.append(Connection(Keeper(), ConnectionLimits(max_frame_bytes=8 << 20), budget))
+            return conns[-1]
+
+        server = await asyncio.get_running_loop().create_server(factory, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        streams = [await asyncio.open_connection("127.0.0.1", port) for _ in range(clients)]
+        body = b"b" * frame_size
+        try:
+            for _, w in streams:  # 600 KB of a 1 MB frame each: 3.6 MB announced
+                w.write(struct.pack(">i", frame_size) + body[: 600 * 1024])
+            await asyncio.sleep(0.3)
+            # at most the limit, the overdraft (one frame) and a first buffer each
+            assert budget.used <= limit + frame_size + 4 + clients * INITIAL_BUFFER_BYTES
+            assert sum(c.receive_buffer_bytes for c in conns) == budget.used
+            assert any(c.paused for c in conns) and budget.waiting
+            for _, w in streams:
+                w.write(body[600 * 1024 :])
+            for r, _ in streams:
+                assert await asyncio.wait_for(read_frame(r), 10) == b"ok"
+            assert got == [frame_size] * clients
+            # and a new client with small requests is served all along
+            r, w = await asyncio.open_connection("127.0.0.1", port)
+            w.write(frame(b"small"))
+            assert await read_frame(r) == b"ok"
+            w.close()
+        finally:
+            for _, w in streams:
+                w.close()
+            server.close()
+            await server.wait_closed()
+
+    run(main())
+
+
+async def _until(predicate, timeout: float = 5.0) -> None:
+    for _ in range(int(timeout / 0.01)):
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition not reached")
+
+
+def test_a_connection_waiting_for_the_budget_resumes_when_its_own_answers_free_its_buffer():
+    """The receive budget is full and a slow request pins the connection's only
+    buffer, which has no room left: the connection waits for the budget. When the
+    slow request is answered its buffer is free again, and it reads on without
+    any bytes coming back to the budget."""
+
+    async def main():
+        handler = EchoHandler()
+        budget = ReceiveBudget(1)  # every byte beyond a first buffer is refused
+        conns = []
+
+        def factory():
+            conns.append(Connection(handler, ConnectionLimits(), budget))
+            return conns[-1]
+
+        server = await asyncio.get_running_loop().create_server(factory, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            slow = b"S" + b"s" * (INITIAL_BUFFER_BYTES - 100 - 5)  # leaves 100 bytes of room
+            w.write(frame(slow))
+            await _until(lambda: conns and conns[0].paused)
+            (conn,) = conns
+            assert budget.waiting == 1 and conn.receive_buffer_bytes == INITIAL_BUFFER_BYTES
+            w.write(frame(b"after"))
+            await asyncio.sleep(0.05)
+            assert handler.seen == [slow]
+            handler.release.set()
+            assert await read_frame(r) == b"slow:" + slow
+            assert await read_frame(r) == b"after"
+            assert budget.waiting == 0 and budget.used == INITIAL_BUFFER_BYTES
         finally:
             w.close()
             server.close()
