@@ -9,26 +9,10 @@ Receive path (``asyncio.BufferedProtocol``): the event loop reads straight
 into our receive buffer (:meth:`get_buffer`); complete frames are cut out of
 it *in place* as ``memoryview`` slices and handed to the dispatcher, so the
 records of a produce request stay a view into the bytes the kernel wrote
-until the log has written them. A buffer that frames still in flight point
-into is never reused or resized: when more room is needed a fresh one is
-taken and only the partial frame at the tail is moved.
-
-Receive buffers grow with the bytes that arrived, never with the size a
-prefix announces: a connection gets its first buffer (``INITIAL_BUFFER_BYTES``)
-when its first bytes arrive (an idle connection holds none), and a frame
-that outgrows its buffer moves to one twice the size of what arrived of it
-(at most the frame's own size), so a peer announcing 100 MB and sending 12
-bytes costs 16 KiB; small frames that fill their buffer while still in flight
-(pipelining) get one twice as large next, up to ``STREAM_BUFFER_BYTES``
-(fewer buffers to replace). Buffers grown for large frames are pooled once no frame
-in flight points into them (``POOL_BUFFERS`` of at most
-``POOL_BUFFER_BYTES``, while the broker's receive budget is at most half
-used) and a frame that does not fit where it starts goes straight into a
-pooled buffer that holds it whole, so a warm producer of 1 MB requests pays
-one short copy per request, not a growth chain (its first large frames pay
-the doubling: each byte copied about once). A connection quiet for a sweep
-(``server/registry.py``) drops its buffers, and while other connections wait
-for the receive budget an emptied large buffer goes back at once.
+until the log has written them. How the buffers grow with the bytes that
+arrived (never with the size a prefix announces), are pooled and are given
+back is ``server/receive_buffer.py``'s (:class:`ReceiveBuffers`, a base of
+:class:`Connection`).
 
 Bounds, each counted where the bytes are held:
 
@@ -80,26 +64,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from broker.server.budget import ReceiveBudget
+from broker.server.receive_buffer import EMPTY, MIN_READ, ReceiveBuffers
 
 log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
-#: a connection's first receive buffer, allocated when its first bytes arrive
-INITIAL_BUFFER_BYTES = 16 * 1024
-#: never offer the loop less room than this for one read (unless the frame in
-#: progress fits in what is left)
-MIN_READ = 4 * 1024
-#: small frames that fill their buffer while in flight (pipelining) get a buffer
-#: twice the size of the one they filled, up to this
-STREAM_BUFFER_BYTES = 256 * 1024
-#: released receive buffers (grown for large frames, at most this size) a connection
-#: keeps for its next large frames, and how many
-POOL_BUFFER_BYTES = 4 * 1024 * 1024
-POOL_BUFFERS = 4
 #: after a graceful close, how long the peer gets to close its side before a reset
 LINGER_SECONDS = 1.0
-#: the receive buffer of a connection that holds none
-_EMPTY = bytearray()
 
 #: what a handler answers with: the segments of a whole response frame, size
 #: prefix included (bytes-like objects, or file slices written by the
@@ -162,43 +133,31 @@ def segments_size(segments: Segments) -> int:
     return total
 
 
-class Connection(asyncio.BufferedProtocol):
+class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
     """asyncio protocol for one client; see the module docstring."""
 
     __slots__ = (
         "_active",
-        "_budget_waiting",
-        "_buf",
         "_closed",
         "_closing",
         "_cutting",
         "_drain_view",
         "_draining",
-        "_end",
         "_frames",
         "_inflight",
-        "_live",
         "_muted",
-        "_on_close",
-        "_overdraft_pending",
-        "_overdraft_slot",
         "_owner",
         "_partial_mark",
         "_partial_since",
-        "_pool",
         "_quiet_since",
         "_reading_paused",
         "_refused",
-        "_rx_held",
         "_slots",
-        "_start",
         "_sweep_tx",
         "_tasks",
         "_tx",
-        "_view",
         "_waiting_bytes",
         "_write_segment",
-        "budget",
         "client_software_name",
         "client_software_version",
         "handler",
@@ -216,9 +175,9 @@ class Connection(asyncio.BufferedProtocol):
         write_segment: SegmentWriter | None = None,
         owner: ConnectionOwner | None = None,
     ) -> None:
+        super().__init__(budget)
         self.handler = handler
         self.limits = limits
-        self.budget = budget
         self._write_segment = write_segment
         self._owner = owner
         self.transport: asyncio.Transport | None = None
@@ -228,17 +187,7 @@ class Connection(asyncio.BufferedProtocol):
         #: set by the ApiVersions handler (v3+): the client's software, for metrics
         self.client_software_name: str | None = None
         self.client_software_version: str | None = None
-        self._buf = _EMPTY
-        self._view = memoryview(_EMPTY)
-        self._start = 0  # first byte of the frame being received
-        self._end = 0  # bytes written by the loop so far
-        #: capacity of every receive buffer held (current, pinned by frames, pooled)
-        self._rx_held = 0
         self._slots: collections.deque[_Slot] = collections.deque()
-        #: id(receive buffer) -> frames in it not answered yet
-        self._live: dict[int, int] = {}
-        #: released large buffers, reused instead of allocating (and zeroing) new ones
-        self._pool: list[bytearray] = []
         #: request bytes dispatched and not answered; answer bytes waiting behind an
         #: earlier answer; the transport's write buffer when last looked at
         self._inflight = 0
@@ -248,11 +197,6 @@ class Connection(asyncio.BufferedProtocol):
         self._reading_paused = False
         #: at connection.max.inflight.bytes: neither reading nor dispatching
         self._muted = False
-        #: refused by the receive budget: not reading until it has room
-        self._budget_waiting = False
-        #: the budget's overdraft is ours for the frame being received / the slot of it
-        self._overdraft_pending = False
-        self._overdraft_slot: _Slot | None = None
         self._cutting = False
         self._refused = False
         self._closed = False
@@ -261,7 +205,7 @@ class Connection(asyncio.BufferedProtocol):
         self._closing = False
         #: closing, write side shut: incoming bytes are read and dropped
         self._draining = False
-        self._drain_view = memoryview(_EMPTY)
+        self._drain_view = memoryview(EMPTY)
         self._tasks: set[asyncio.Future[Segments | None]] = set()
         # the registry's sweep: bytes arrived since the last one; when the connection
         # was last active; the write buffer it saw; the partial frame it timed
@@ -298,20 +242,8 @@ class Connection(asyncio.BufferedProtocol):
         for task in list(self._tasks):
             task.cancel()
         self._slots.clear()
-        self._live.clear()
-        self._pool.clear()
-        self._buf = _EMPTY
-        self._view = memoryview(_EMPTY)
-        self._start = self._end = 0
         self._inflight = self._waiting_bytes = self._tx = 0
-        self._overdraft_slot = None
-        held, self._rx_held = self._rx_held, 0
-        if self._budget_waiting:
-            self._budget_waiting = False
-            self.budget.leave(self)
-        self.budget.end_overdraft(self)
-        if held:
-            self.budget.release(held)
+        self._release_all()
         if self._owner is not None:
             self._owner.closed(self)
 
@@ -379,6 +311,9 @@ class Connection(asyncio.BufferedProtocol):
             self._cutting = False
         self._after_input()
 
+    def _receiving(self) -> bool:
+        return not (self._closed or self._closing)
+
     def _after_input(self) -> None:
         """After frames were cut: stop at the bound, else make room for the next
         read (which may have to wait for the receive budget)."""
@@ -390,173 +325,11 @@ class Connection(asyncio.BufferedProtocol):
             return
         self._muted = False
         if self._start == self._end and id(self._buf) not in self._live:
-            self._start = self._end = 0
-            if len(self._buf) > INITIAL_BUFFER_BYTES and self.budget.waiting:
-                # others wait for room: an empty large buffer goes back at once
-                self._drop(self._buf, pool=False)
-                self._set_buffer(_EMPTY, 0)
+            self._rewind()
         if self._ensure_room():
             self._maybe_resume_reading()
         else:
             self._pause_reading()
-
-    def _ensure_room(self) -> bool:
-        """:meth:`_make_room` with the budget's consent; refused, the connection
-        joins the budget's line (once) and is called back when bytes come back."""
-        if self._make_room(ask=True):
-            if self._budget_waiting:  # room came from our own answers draining
-                self._budget_waiting = False
-                self.budget.leave(self)
-            return True
-        if not self._budget_waiting:
-            self._budget_waiting = True
-            self.budget.wait(self)
-        return False
-
-    def _make_room(self, *, ask: bool) -> bool:
-        """Room for the next read: the frame in progress fits where it is, or
-        ``MIN_READ`` is free; else slide it down, or move it to a pooled or a
-        new buffer. New memory needs the budget's consent when ``ask`` (else
-        it is charged regardless); False when refused."""
-        buf = self._buf
-        cap = len(buf)
-        start, end = self._start, self._end
-        partial = end - start
-        pinned = id(buf) in self._live
-        if partial >= 4:
-            whole: int = _SIZE.unpack_from(buf, start)[0] + 4
-            if start + whole <= cap:
-                return True  # the frame fits where it is
-            pooled = self._take_pooled(whole)
-            if pooled is not None:
-                self._move_partial(pooled)  # lands whole: one short copy
-                return True
-            if not pinned and cap >= whole:
-                self._slide_partial()
-                return True
-            if cap - end >= MIN_READ:
-                return True  # read more first: the move copies what arrived
-            want = min(whole, max(INITIAL_BUFFER_BYTES, 2 * partial))
-            # a buffer outgrown by a frame is no use for the next frames of that size
-            keep_old = cap >= whole
-        else:
-            if cap - end >= MIN_READ:
-                return True
-            if cap and not pinned:
-                self._slide_partial()  # at most 3 bytes
-                return True
-            # frames in flight filled the buffer: small frames pipelined get one twice
-            # as large (up to STREAM_BUFFER_BYTES); after a buffer grown for a large
-            # frame the next frame's size is unknown: a first buffer's worth
-            want = (
-                max(INITIAL_BUFFER_BYTES, min(2 * cap, STREAM_BUFFER_BYTES))
-                if cap <= STREAM_BUFFER_BYTES
-                else INITIAL_BUFFER_BYTES
-            )
-            keep_old = True
-        pooled = self._take_pooled(want)
-        if pooled is not None:
-            self._move_partial(pooled, keep_old=keep_old)
-            return True
-        if not cap:
-            self.budget.charge(want)  # a connection's first buffer is never refused
-        elif not self._acquire(want):
-            if ask:
-                return False
-            self.budget.charge(want)
-        self._rx_held += want
-        self._move_partial(bytearray(want), keep_old=keep_old)
-        return True
-
-    def _acquire(self, n: int) -> bool:
-        budget = self.budget
-        # the overdraft is for finishing a frame begun, once per grant
-        may_overdraft = self._overdraft_slot is None and self._end > self._start
-        if not budget.try_acquire(self, n, overdraft=may_overdraft):
-            if not self._pool:
-                return False
-            self._drop_pool()  # our own cache goes first
-            if not budget.try_acquire(self, n, overdraft=may_overdraft):
-                return False
-        if may_overdraft and not self._overdraft_pending and budget.holds_overdraft(self):
-            self._overdraft_pending = True  # the next frame dispatched is the overdraft's
-        return True
-
-    def budget_available(self) -> bool:
-        """The receive budget has room again (``BudgetWaiter``): it took us out of
-        its line, and puts us back at its head when we are refused again."""
-        self._budget_waiting = False
-        if self._closed or self._closing:
-            return True
-        if not self._make_room(ask=True):
-            self._budget_waiting = True
-            return False
-        self._maybe_resume_reading()
-        return True
-
-    def _set_buffer(self, buf: bytearray, end: int) -> None:
-        self._buf = buf
-        self._view = memoryview(buf)
-        self._start = 0
-        self._end = end
-
-    def _move_partial(self, new: bytearray, *, keep_old: bool = True) -> None:
-        """Move the partial frame at the tail into ``new``; the old buffer stays
-        alive as long as frame views into it do, then is pooled (if ``keep_old``)."""
-        partial = self._end - self._start
-        new[:partial] = self._view[self._start : self._end]
-        old = self._buf
-        self._set_buffer(new, partial)
-        if old is not _EMPTY and id(old) not in self._live:
-            self._drop(old, pool=keep_old)
-
-    def _slide_partial(self) -> None:
-        partial = self._end - self._start
-        if self._start:
-            self._buf[:partial] = self._view[self._start : self._end]
-        self._start, self._end = 0, partial
-
-    def _take_pooled(self, n: int) -> bytearray | None:
-        best = None
-        for buf in self._pool:
-            if len(buf) >= n and (best is None or len(buf) < len(best)):
-                best = buf
-        if best is not None:
-            self._pool.remove(best)
-        return best
-
-    def _drop(self, buf: bytearray, *, pool: bool) -> None:
-        """A buffer nothing points into any more: pooled, or given back."""
-        size = len(buf)
-        if pool and INITIAL_BUFFER_BYTES < size <= POOL_BUFFER_BYTES and not self.budget.tight():
-            if len(self._pool) < POOL_BUFFERS:
-                self._pool.append(buf)
-                return
-            smallest = min(self._pool, key=len)
-            if len(smallest) < size:
-                self._pool.remove(smallest)
-                self._pool.append(buf)
-                buf = smallest
-                size = len(buf)
-        self._rx_held -= size
-        self.budget.release(size)
-
-    def _drop_pool(self) -> None:
-        pooled = sum(len(b) for b in self._pool)
-        self._pool.clear()
-        if pooled:
-            self._rx_held -= pooled
-            self.budget.release(pooled)
-
-    def _frame_answered(self, buf: bytearray) -> None:
-        key = id(buf)
-        left = self._live[key] - 1
-        if left:
-            self._live[key] = left
-            return
-        del self._live[key]
-        if buf is not self._buf:
-            self._drop(buf, pool=True)
 
     # ---- dispatch and ordered responses --------------------------------
 
@@ -714,15 +487,6 @@ class Connection(asyncio.BufferedProtocol):
             self.release_buffers()
         return None
 
-    def release_buffers(self) -> None:
-        """Give back every receive buffer (nothing partial, nothing in flight)."""
-        if self._end != self._start or self._live or self._closed:
-            return
-        self._drop_pool()
-        if self._buf is not _EMPTY:
-            self._drop(self._buf, pool=False)
-            self._set_buffer(_EMPTY, 0)
-
     def expire(self) -> None:
         """Close for a broken limit: gracefully when nothing is left to write."""
         if self.transport is None or self._closed:
@@ -782,11 +546,6 @@ class Connection(asyncio.BufferedProtocol):
     @property
     def inflight_bytes(self) -> int:
         return self._inflight
-
-    @property
-    def receive_buffer_bytes(self) -> int:
-        """Capacity of the receive buffers this connection holds."""
-        return self._rx_held
 
     @property
     def paused(self) -> bool:

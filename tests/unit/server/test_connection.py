@@ -12,7 +12,8 @@ import pytest
 
 from broker.server import connection as connection_module
 from broker.server.budget import ReceiveBudget
-from broker.server.connection import INITIAL_BUFFER_BYTES, Connection, ConnectionLimits
+from broker.server.connection import Connection, ConnectionLimits
+from broker.server.receive_buffer import INITIAL_BUFFER_BYTES
 from tests.aio import run
 
 
@@ -412,7 +413,7 @@ def test_large_pipelined_frames_reuse_released_buffers(answer):
     each: frames answered at once (acks=1) leave their buffer free at once;
     frames answered later (acks=all waits for an fsync) keep it alive until
     answered, then it is pooled for the next large frame."""
-    from broker.server.connection import POOL_BUFFERS
+    from broker.server.receive_buffer import POOL_BUFFERS
 
     async def main():
         buffers = []  # strong references: ids stay unique per buffer object
