@@ -143,6 +143,7 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
         "_cutting",
         "_drain_view",
         "_draining",
+        "_flush_scheduled",
         "_frames",
         "_inflight",
         "_muted",
@@ -198,6 +199,7 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
         #: at connection.max.inflight.bytes: neither reading nor dispatching
         self._muted = False
         self._cutting = False
+        self._flush_scheduled = False
         self._refused = False
         self._closed = False
         #: no further frames are dispatched; the transport closes once the
@@ -304,11 +306,19 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
                 if avail < 4 + size:
                     break
                 if self._inflight + self._waiting_bytes + self._tx >= bound:
-                    break  # the frame waits in the buffer until answers drain
+                    # answers held back for one write may be what filled it
+                    if not (self._slots and self._slots[0].done):
+                        break  # the frame waits in the buffer until answers drain
+                    self._write_ready()
+                    if self._inflight + self._waiting_bytes + self._tx >= bound:
+                        break
                 self._start = start + 4 + size
                 self._dispatch(view[start + 4 : start + 4 + size], size + 4)
         finally:
             self._cutting = False
+        if self._slots and self._slots[0].done:
+            # the answers of the frames just cut, in one write (see _complete)
+            self._flush_ready()
         self._after_input()
 
     def _receiving(self) -> bool:
@@ -372,24 +382,55 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
             log.error("closing connection from %s: handler failed", self.peer, exc_info=exc)
             self.abort()
             return
-        self._complete(slot, task.result())
+        self._complete(slot, task.result(), later=True)
 
-    def _complete(self, slot: _Slot, segments: Segments | None) -> None:
+    def _complete(self, slot: _Slot, segments: Segments | None, *, later: bool = False) -> None:
+        """Mark ``slot`` answered and write what can go.
+
+        Answers are written together: those of the frames one read brought
+        are written once :meth:`_cut_frames` has dispatched them all, and
+        answers completed by other callbacks (``later``: an fsync round ends
+        many acks=all requests at once) at the end of the loop iteration, so
+        a pipelining client gets one send for many answers instead of one
+        each (a send was 16% of the broker's time with 1 KB requests)."""
         slot.done = True
         slot.segments = segments
-        if segments and self._slots and self._slots[0] is not slot:
-            slot.waiting = segments_size(segments)  # held until the earlier answers go
+        first = slot is self._slots[0]
+        if segments and (not first or self._cutting or later):
+            # held until it is written: counts against connection.max.inflight.bytes
+            slot.waiting = segments_size(segments)
             self._waiting_bytes += slot.waiting
+        if self._cutting or not first:
+            return
+        if later:
+            if not self._flush_scheduled:
+                self._flush_scheduled = True
+                asyncio.get_running_loop().call_soon(self._scheduled_flush)
+            return
+        self._flush_ready()
+
+    def _scheduled_flush(self) -> None:
+        self._flush_scheduled = False
         self._flush_ready()
 
     def _flush_ready(self) -> None:
+        self._write_ready()
+        if not self._slots and self._closing:
+            self._finish_close()
+            return
+        if not self._cutting:
+            self._maybe_resume()
+
+    def _write_ready(self) -> None:
+        """Write the answers that can go (in request order), in one write."""
         transport = self.transport
         slots = self._slots
         wrote = False
+        out: list[Any] = []
         while slots and slots[0].done:
             slot = slots.popleft()
             if slot.segments and transport is not None and not self._closed:
-                self._write(transport, slot.segments)
+                self._write(transport, slot.segments, out)
                 wrote = True
             if slot.waiting:
                 self._waiting_bytes -= slot.waiting
@@ -398,20 +439,23 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
             if slot is self._overdraft_slot:
                 self._overdraft_slot = None
                 self.budget.end_overdraft(self)
+        if out and transport is not None:
+            transport.writelines(out)
         if wrote and transport is not None:
             self._tx = transport.get_write_buffer_size()
-        if not slots and self._closing:
-            self._finish_close()
-            return
-        if not self._cutting:
-            self._maybe_resume()
 
-    def _write(self, transport: asyncio.Transport, segments: Segments) -> None:
+    def _write(self, transport: asyncio.Transport, segments: Segments, out: list[Any]) -> None:
+        """Add the bytes of ``segments`` to ``out`` (written with one
+        ``writelines``); other segments (file regions) are written by their
+        writer in order, after what ``out`` holds so far."""
         for seg in segments:
             if isinstance(seg, (bytes, bytearray, memoryview)):
                 if len(seg):
-                    transport.write(seg)
+                    out.append(seg)
             elif self._write_segment is not None:
+                if out:
+                    transport.writelines(out)
+                    out.clear()
                 self._write_segment(transport, seg)
             else:
                 raise TypeError(f"cannot write segment of type {type(seg).__name__}")
