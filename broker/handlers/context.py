@@ -85,6 +85,12 @@ class ConnectionInfo(Protocol):
     peer: str
     client_software_name: str | None
     client_software_version: str | None
+    #: Kafka's principal string, "User:name" ("User:ANONYMOUS" on PLAINTEXT listeners)
+    principal: str
+    #: the client's IP address (ACL host matching)
+    peer_host: str
+    #: the listener the connection came in on ("PLAINTEXT")
+    listener_name: str
 
     def close(self) -> None: ...
 

@@ -150,6 +150,11 @@ class Connection(asyncio.BufferedProtocol):
         self._on_close = on_close
         self.transport: asyncio.Transport | None = None
         self.peer: str = "?"
+        #: who the client is, for the authorizer (Kafka's KafkaPrincipal string);
+        #: PLAINTEXT listeners authenticate nobody: User:ANONYMOUS
+        self.principal: str = "User:ANONYMOUS"
+        self.peer_host: str = ""  # the client's IP address, matched against ACL hosts
+        self.listener_name: str = "PLAINTEXT"
         #: set by the ApiVersions handler (v3+): the client's software, for metrics
         self.client_software_name: str | None = None
         self.client_software_version: str | None = None
@@ -183,6 +188,7 @@ class Connection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         if peer:
             self.peer = f"{peer[0]}:{peer[1]}"
+            self.peer_host = str(peer[0])
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True

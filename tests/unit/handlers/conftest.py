@@ -35,6 +35,9 @@ class FakeConnection:
     peer = "test"
 
     def __init__(self) -> None:
+        self.principal = "User:ANONYMOUS"
+        self.peer_host = "127.0.0.1"
+        self.listener_name = "PLAINTEXT"
         self.client_software_name: str | None = None
         self.client_software_version: str | None = None
         self.closed = False
