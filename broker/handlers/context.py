@@ -9,8 +9,8 @@ small protocols below; the app hands the real objects in.
   values Kafka's ``RequestChannel.Request`` accumulates (error counts for
   ``ErrorsPerSec``, conversion time and temporary memory).
 * :class:`BrokerContext` -- configuration, partitions, logs, meters, the
-  durability waiter (acks=all group commit), the producer-id allocator and
-  the advertised address, shared by every handler.
+  durability waiter (acks=all group commit), the producer-id allocator, the
+  advertised address and the authorizer, shared by every handler.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from broker.log.manager import LogManager
 from broker.log.unified_log import UnifiedLog
 from broker.partition.replica_manager import ReplicaManager
 from broker.protocol.header import RequestHeader
+from broker.security.acl_control import AclControl
+from broker.security.authorizer import StandardAuthorizer
 from broker.validator import MetricsRecorder
 
 if TYPE_CHECKING:
@@ -76,6 +78,10 @@ class BrokerMeters(Protocol):
 
     def client_conversions(
         self, request: str, software_name: str | None, software_version: str | None
+    ) -> CounterLike: ...
+
+    def authorization_failures(
+        self, request: str, resource_type: str, operation: str
     ) -> CounterLike: ...
 
 
@@ -134,6 +140,14 @@ class BrokerContext:
     producer_ids: ProducerIdAllocator
     #: filled by the registry once every handler exists (ApiVersions needs it)
     registry: HandlerRegistry | None = None
+    #: the ACLs and their authorizer; None without ``authorizer.class.name``
+    #: (every request is allowed, as in Kafka without an authorizer)
+    acl_control: AclControl | None = None
+
+    @property
+    def authorizer(self) -> StandardAuthorizer | None:
+        control = self.acl_control
+        return None if control is None else control.authorizer
 
 
 @dataclass

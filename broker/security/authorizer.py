@@ -41,6 +41,7 @@ from broker.security.acl import (
     operations_bit_field,
 )
 from broker.security.acl_index import TypeIndex, build_index, canonical_host, find_result
+from broker.security.audit import AuditLog
 
 #: decisions kept before the cache starts again (about 100 bytes each)
 DECISION_CACHE_ENTRIES = 1 << 17
@@ -65,6 +66,8 @@ class StandardAuthorizer:
         self._index: dict[ResourceType, TypeIndex] = {}
         self._decisions: dict[tuple[str, str, int, int], dict[str, bool]] = {}
         self._cached = 0
+        #: the log of denials (written by the handlers, which know the request)
+        self.audit = AuditLog()
         self.replace(bindings)
 
     # ---- the ACLs -----------------------------------------------------------------------------
