@@ -102,6 +102,9 @@ _PLAIN_ERRORS = frozenset(
 _ATTRIBUTES_OFFSET = 21
 _WRITE = AclOperation.WRITE
 _TOPIC = ResourceType.TOPIC
+#: the cache key's plain ints: an IntEnum hashes through a slower path
+_WRITE_CODE = int(_WRITE)
+_TOPIC_CODE = int(_TOPIC)
 #: record errors one produce response lists in all (each partition lists at most
 #: MAX_LISTED_RECORD_ERRORS); later partitions list none and say so
 #: (docs/deviations.md, "Record errors are capped")
@@ -174,11 +177,13 @@ class ProduceHandler(RequestHandler):
         super().__init__(broker)
         #: how long one request may validate on the event loop (produce.inline.max.ms)
         self._inline_ns = int(broker.config.get("produce.inline.max.ms")) * 1_000_000
+        #: the authorizer (set before the handlers are built), None without one
+        self._authorizer = broker.authorizer
 
     def handle(self, ctx: RequestContext, request: Data) -> Reply:
         version = ctx.header.api_version
         acks = request.acks
-        denied = self._denied_topics(ctx, request)
+        denied = None if self._authorizer is None else self._denied_topics(ctx, request)
         if acks not in (-1, 0, 1):
             return self._fail_all(
                 ctx, request, ErrorCode.INVALID_REQUIRED_ACKS, None, acks, denied=denied
@@ -318,23 +323,23 @@ class ProduceHandler(RequestHandler):
         """The request's topics the principal may not WRITE (None: all allowed). Each
         topic costs one lookup in the authorizer's cached decisions; a denial is
         reported once per topic (``filterByAuthorized``)."""
-        authorizer = self.broker.authorizer
-        if authorizer is None:
-            return None
+        authorizer = self._authorizer
+        assert authorizer is not None
         conn = ctx.connection
-        principal, host = conn.principal, conn.peer_host
-        known = authorizer.decisions(principal, host, _WRITE, _TOPIC)
+        known = authorizer.decisions(conn.principal, conn.peer_host, _WRITE_CODE, _TOPIC_CODE)
         denied: set[str] | None = None
         for td in request.topic_data:
             name = td.name
-            allowed = known.get(name)
-            if allowed is None:
-                allowed = authorizer.decide(principal, host, _WRITE, _TOPIC, name)
-            if not allowed and (denied is None or name not in denied):
-                if denied is None:
-                    denied = set()
-                denied.add(name)
-                report_denied(self.broker, ctx, _WRITE, _TOPIC, name)
+            if known.get(name):
+                continue  # the common case: allowed, decided before
+            if authorizer.decide(conn.principal, conn.peer_host, _WRITE_CODE, _TOPIC_CODE, name):
+                continue
+            if denied is None:
+                denied = set()
+            elif name in denied:
+                continue
+            denied.add(name)
+            report_denied(self.broker, ctx, _WRITE, _TOPIC, name)
         return denied
 
     # ---- one partition -----------------------------------------------------------------------

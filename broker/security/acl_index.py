@@ -36,7 +36,6 @@ from broker.security.acl import (
     AclOperation,
     AclPermissionType,
     PatternType,
-    ResourceType,
 )
 
 ALL = AclOperation.ALL
@@ -78,7 +77,7 @@ class Rule(NamedTuple):
     allow: bool
 
 
-def find_result(rule: Rule, principal: str, host: str, operation: AclOperation) -> bool | None:
+def find_result(rule: Rule, principal: str, host: str, operation: int) -> bool | None:
     """True (allowed) / False (denied) if ``rule`` applies to the request, else None."""
     if rule.principal not in (principal, WILDCARD_PRINCIPAL):
         return None
@@ -130,8 +129,9 @@ class TypeIndex:
         return found
 
 
-def build_index(bindings: Iterable[AclBinding]) -> dict[ResourceType, TypeIndex]:
-    index: dict[ResourceType, TypeIndex] = {}
+def build_index(bindings: Iterable[AclBinding]) -> dict[int, TypeIndex]:
+    """The rules by resource type code."""
+    index: dict[int, TypeIndex] = {}
     for binding in bindings:
         pattern, entry = binding.pattern, binding.entry
         by_type = index.get(pattern.resource_type)

@@ -63,7 +63,7 @@ class StandardAuthorizer:
         self.super_users = frozenset(super_users)
         self.allow_if_no_acl = allow_if_no_acl
         self._bindings: tuple[AclBinding, ...] = ()
-        self._index: dict[ResourceType, TypeIndex] = {}
+        self._index: dict[int, TypeIndex] = {}
         self._decisions: dict[tuple[str, str, int, int], dict[str, bool]] = {}
         self._cached = 0
         #: the log of denials (written by the handlers, which know the request)
@@ -95,12 +95,14 @@ class StandardAuthorizer:
     # ---- decisions ----------------------------------------------------------------------------
 
     def decisions(
-        self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType
+        self, principal: str, host: str, operation: int, resource_type: int
     ) -> dict[str, bool]:
         """The cached decisions of one principal and host for one operation on one
         resource type, by resource name. Look a name up with ``.get(name)``; on
         None call :meth:`decide`. Valid until the ACLs change (take it again per
-        request)."""
+        request). The produce path passes the codes as plain ints
+        (``int(AclOperation.WRITE)``): an IntEnum in the key hashes through a
+        slower path."""
         key = (principal, host, operation, resource_type)
         known = self._decisions.get(key)
         if known is None:
@@ -112,8 +114,8 @@ class StandardAuthorizer:
         self,
         principal: str,
         host: str,
-        operation: AclOperation,
-        resource_type: ResourceType,
+        operation: int,
+        resource_type: int,
         name: str,
     ) -> bool:
         """Compute one decision and cache it."""
@@ -211,8 +213,8 @@ class StandardAuthorizer:
         self,
         principal: str,
         host: str,
-        operation: AclOperation,
-        resource_type: ResourceType,
+        operation: int,
+        resource_type: int,
         name: str,
     ) -> bool:
         if principal in self.super_users:
