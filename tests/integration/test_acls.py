@@ -254,3 +254,26 @@ def test_acls_survive_a_restart_and_need_an_authorizer(tmp_path: Path) -> None:
         with pytest.raises(KafkaException) as raised:
             create_acls(admin, binding)
         assert raised.value.args[0].code() == KafkaError.SECURITY_DISABLED
+
+
+def serve(data: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
+    args = [sys.executable, "-m", "broker", "serve", "--override", f"log.dirs={data}"]
+    args += ["--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", "metrics.listener="]
+    for item in overrides:
+        args += ["--override", item]
+    return subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_start_refuses_an_unknown_authorizer_and_an_unreadable_acl_file(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    bad_class = serve(data, "authorizer.class.name=com.example.MyAuthorizer")
+    assert bad_class.returncode == 2
+    assert "authorizer.class.name" in bad_class.stderr
+    bad_users = serve(data, f"authorizer.class.name={AUTHORIZER}", "super.users=admin")
+    assert bad_users.returncode == 2
+    assert "super.users" in bad_users.stderr
+    (data / "acls.json").write_text('{"version": 1, "acls": [{"resourceType": "Topic"}]}')
+    unreadable = serve(data, f"authorizer.class.name={AUTHORIZER}")
+    assert unreadable.returncode == 1
+    assert "acls.json is not readable" in unreadable.stderr
