@@ -2,18 +2,18 @@
 
 Behaviour (``KafkaApis.handleProduceRequest``, ``ReplicaManager.appendToLocalLog``,
 reference §4.1-§4.3):
-- acks must be -1, 0 or 1, else every partition gets INVALID_REQUIRED_ACKS
-  (TOPIC_AUTHORIZATION_FAILED for topics the principal may not write) and
-  nothing is appended.
 - A partition whose first batch is transactional fails the whole request:
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED without a transactional id or
   without WRITE on it (as Kafka), INVALID_TXN_STATE with one (this broker
   has no transaction coordinator; docs/deviations.md).
 - Authorization (with an authorizer): WRITE on each topic, else every
-  partition of the topic gets TOPIC_AUTHORIZATION_FAILED, before any other
-  check, and nothing of it is stored (``KafkaApis.handleProduceRequest``).
+  partition of the topic gets TOPIC_AUTHORIZATION_FAILED, before the checks
+  below, and nothing of it is stored (``KafkaApis.handleProduceRequest``).
   The decision is the authorizer's cached one: one ``dict.get`` per topic
   of the request, no per-record or per-partition cost.
+- acks must be -1, 0 or 1, else every partition gets INVALID_REQUIRED_ACKS
+  (TOPIC_AUTHORIZATION_FAILED for topics the principal may not write) and
+  nothing is appended.
 - Per partition, in request order: unknown partition -> UNKNOWN_TOPIC_OR_PARTITION;
   ``ProduceRequest.validateRecords`` (magic 2 and one batch for v3+, zstd
   only from v7) -> its code; these partitions do not touch the topic meters.
@@ -183,11 +183,6 @@ class ProduceHandler(RequestHandler):
     def handle(self, ctx: RequestContext, request: Data) -> Reply:
         version = ctx.header.api_version
         acks = request.acks
-        denied = None if self._authorizer is None else self._denied_topics(ctx, request)
-        if acks not in (-1, 0, 1):
-            return self._fail_all(
-                ctx, request, ErrorCode.INVALID_REQUIRED_ACKS, None, acks, denied=denied
-            )
         if any(
             pd.records is not None and _first_batch_transactional(pd.records)
             for td in request.topic_data
@@ -207,6 +202,13 @@ class ProduceHandler(RequestHandler):
                 "Transactions are not supported by this broker: it has no transaction "
                 "coordinator. Produce without a transactional.id.",
                 acks,
+            )
+        # Kafka's order: the transactional id, the topics' WRITE, then (in
+        # appendRecords) acks
+        denied = None if self._authorizer is None else self._denied_topics(ctx, request)
+        if acks not in (-1, 0, 1):
+            return self._fail_all(
+                ctx, request, ErrorCode.INVALID_REQUIRED_ACKS, None, acks, denied=denied
             )
 
         rm = self.broker.replica_manager
