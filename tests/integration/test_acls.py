@@ -33,7 +33,10 @@ from confluent_kafka.admin import (
 
 from tests.integration.harness import BrokerProcess
 
-pytestmark = pytest.mark.integration
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
+]
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ANON = "User:ANONYMOUS"
@@ -181,6 +184,53 @@ def test_confluent_describe_acls_with_filters(admin: AdminClient) -> None:
     with pytest.raises(KafkaException) as raised:
         create_acls(admin, bad)
     assert raised.value.args[0].code() == KafkaError.INVALID_REQUEST
+
+
+def test_kafka_python_admin_acls(broker: BrokerProcess) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from kafka import KafkaAdminClient
+        from kafka.admin import (
+            ACL,
+            ACLFilter,
+            ACLOperation,
+            ACLPermissionType,
+            ACLResourcePatternType,
+            ResourcePattern,
+            ResourcePatternFilter,
+        )
+        from kafka.admin import ResourceType as KResourceType
+
+    name = topic_name("kp")
+    client = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10_000)
+    try:
+        acl = ACL(
+            principal="User:frank", host="*", operation=ACLOperation.READ,
+            permission_type=ACLPermissionType.ALLOW,
+            resource_pattern=ResourcePattern(KResourceType.TOPIC, name,
+                                             ACLResourcePatternType.PREFIXED),
+        )  # fmt: skip
+        result = client.create_acls([acl])
+        assert result["failed"] == [] and len(result["succeeded"]) == 1
+        wanted = ACLFilter(
+            principal=None, host=None, operation=ACLOperation.ANY,
+            permission_type=ACLPermissionType.ANY,
+            resource_pattern=ResourcePatternFilter(KResourceType.TOPIC, name + "-1",
+                                                   ACLResourcePatternType.MATCH),
+        )  # fmt: skip
+        found, error = client.describe_acls(wanted)
+        assert error.errno == 0
+        assert [(a.principal, a.resource_pattern.resource_name) for a in found] == [
+            ("User:frank", name)
+        ]
+        ((_, deleted, error),) = client.delete_acls([wanted])
+        assert error.errno == 0
+        assert [a.principal for a in deleted] == ["User:frank"]
+        assert client.describe_acls(wanted)[0] == []
+    finally:
+        client.close()
 
 
 def test_broker_acls_command(broker: BrokerProcess, admin: AdminClient) -> None:
