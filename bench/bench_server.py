@@ -529,6 +529,9 @@ def dispatcher_for(config: Any, manager: Any, rm: Any, meters: Any = None) -> An
 
     class Conn:
         peer = "bench"
+        principal = "User:ANONYMOUS"
+        peer_host = "127.0.0.1"
+        listener_name = "PLAINTEXT"
         client_software_name = None
         client_software_version = None
 

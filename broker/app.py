@@ -3,7 +3,8 @@
 Start-up, in order: parse ``server.properties`` and ``--override`` flags
 (unknown or malformed keys stop the start with a message naming the key);
 take the log dirs' locks and load (and if needed recover) every partition;
-bind the Kafka listener and the metrics endpoint; mark ready.
+load the ACLs when an authorizer is configured (an unreadable ACL file stops
+the start); bind the Kafka listener and the metrics endpoint; mark ready.
 
 Shutdown on SIGTERM or SIGINT: not ready; stop accepting; stop reading
 from every connection and let the requests already read finish (up to
@@ -45,6 +46,8 @@ from broker.partition.partition import OffloadResult
 from broker.partition.producer_ids import ProducerIdManager
 from broker.partition.replica_manager import ReplicaManager
 from broker.records import scan
+from broker.security.acl_control import AclControl, open_acl_control
+from broker.security.acl_store import AclStoreError
 from broker.server import quotas as connection_quotas
 from broker.server.budget import ReceiveBudget
 from broker.server.connection import Connection, ConnectionLimits
@@ -127,6 +130,7 @@ class BrokerApp:
         self._stopping = asyncio.Event()
         self._offload_pool: concurrent.futures.ThreadPoolExecutor | None = None
         self.replica_manager: ReplicaManager | None = None
+        self.acl_control: AclControl | None = None
 
     # ---- start ----------------------------------------------------------------------------
 
@@ -165,6 +169,11 @@ class BrokerApp:
             default=0,
         )
         producer_ids = ProducerIdManager(self.log_manager.log_dirs[0], floor)
+        # the authorizer and its ACLs (kept in the first log dir, like the producer ids)
+        self.acl_control = acl_control = open_acl_control(cfg, self.log_manager.log_dirs[0])
+        if acl_control is not None:
+            authorizer = acl_control.authorizer
+            self.metrics.acls.set_function(lambda: authorizer.acl_count)
 
         metrics_listener = str(cfg.get("metrics.listener") or "")
         if metrics_listener:
@@ -200,6 +209,7 @@ class BrokerApp:
             meters=self.meters,
             durability=self.group_commit,
             producer_ids=producer_ids,
+            acl_control=acl_control,
         )
         dispatcher = Dispatcher(HandlerRegistry(broker), self.meters)
 
@@ -333,6 +343,9 @@ class BrokerApp:
             # appends queued on worker threads finish (or fail) before the logs close
             await self.replica_manager.wait_queued_appends()
         self.group_commit.close()
+        if self.acl_control is not None:
+            # an ACL change being written finishes first
+            await asyncio.get_running_loop().run_in_executor(None, self.acl_control.close)
         if self._offload_pool is not None:
             self._offload_pool.shutdown(wait=True)
         await asyncio.get_running_loop().run_in_executor(None, self.log_manager.shutdown)
@@ -443,6 +456,11 @@ def run(args: argparse.Namespace) -> int:
             await app.start()
         except LogDirLockedError as exc:
             print(f"broker: {exc}", file=sys.stderr)
+            return 1
+        except AclStoreError as exc:
+            print(f"broker: cannot start: {exc}", file=sys.stderr)
+            await app.ops.stop()
+            app.log_manager.shutdown()
             return 1
         except InvalidConfigError as exc:
             print(f"broker: configuration error: {exc}", file=sys.stderr)

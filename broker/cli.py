@@ -23,6 +23,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "Print .log, .index, .timeindex and .snapshot files as kafka-dump-log.sh does.",
     ),
     (
+        "acls",
+        "broker.admin.acls",
+        "Add, remove or list ACLs of a running broker, as kafka-acls.sh does.",
+    ),
+    (
         "pipeline",
         "broker.spark.cli",
         "Audit, export or convert log dirs with Spark (needs the 'spark' extra).",

@@ -164,6 +164,44 @@ def check_host_counts(name: str, value: Any) -> None:
     parse_host_counts(name, str(value))
 
 
+#: ``authorizer.class.name`` values that turn on this broker's authorizer (StandardAuthorizer
+#: semantics); the empty string means no authorizer, as in Kafka
+AUTHORIZER_CLASS_NAMES = (
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "kafka.security.authorizer.AclAuthorizer",
+)
+
+
+def check_authorizer_class(name: str, value: Any) -> None:
+    if value and value not in AUTHORIZER_CLASS_NAMES:
+        raise InvalidConfigError(
+            f"Invalid value {value} for configuration {name}: this broker's authorizer is "
+            f"turned on by {' or '.join(AUTHORIZER_CLASS_NAMES)}; leave it empty for none"
+        )
+
+
+def parse_super_users(value: str | None) -> frozenset[str]:
+    """``StandardAuthorizer.getConfiguredSuperUsers``: semicolon-separated principals,
+    blanks trimmed, empty items skipped; each must read ``type:name``."""
+    users = set()
+    for item in (value or "").split(";"):
+        user = item.strip()
+        if not user:
+            continue
+        _, sep, _ = user.partition(":")
+        if not sep:
+            raise InvalidConfigError(
+                "Invalid value for configuration super.users: expected a string in format "
+                f"principalType:principalName but got {user}"
+            )
+        users.add(user)
+    return frozenset(users)
+
+
+def check_super_users(name: str, value: Any) -> None:
+    parse_super_users(value)
+
+
 @dataclass(frozen=True)
 class ConfigKey:
     """One declared key."""
@@ -808,6 +846,29 @@ BROKER_KEYS: dict[str, ConfigKey] = {
             ConfigType.STRING,
             "0.0.0.0:9404",
             "host:port of the Prometheus endpoint (also /healthz, /readyz); empty = off.",
+        ),
+        ConfigKey(
+            "authorizer.class.name",
+            ConfigType.STRING,
+            "",
+            "Empty: no authorizer (every request is allowed). "
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer (or"
+            " kafka.security.authorizer.AclAuthorizer): ACLs checked as Kafka's"
+            " StandardAuthorizer does.",
+            check_authorizer_class,
+        ),
+        ConfigKey(
+            "super.users",
+            ConfigType.STRING,
+            None,
+            "Principals allowed everything, semicolon-separated (User:admin;User:ops).",
+            check_super_users,
+        ),
+        ConfigKey(
+            "allow.everyone.if.no.acl.found",
+            ConfigType.BOOLEAN,
+            False,
+            "With an authorizer: allow a request on a resource that no ACL names.",
         ),
     )
 }

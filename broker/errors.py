@@ -300,3 +300,15 @@ class InvalidReplicaAssignmentError(KafkaError):
 
 class PolicyViolationError(KafkaError):
     error_code = ErrorCode.POLICY_VIOLATION
+
+
+class TopicAuthorizationError(KafkaError):
+    error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+class GroupAuthorizationError(KafkaError):
+    error_code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+class ClusterAuthorizationError(KafkaError):
+    error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED

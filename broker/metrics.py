@@ -530,6 +530,19 @@ class BrokerMetrics:
             ("request",),
             BYTE_BUCKETS,
         )
+        # the authorizer (AclAuthorizer's authorization-denied-rate-per-minute, by request)
+        self.authorization_failure_family = counter(
+            "authorization_failures",
+            "Resources a request was refused by the authorizer, by request, resource type and"
+            " operation (TOPIC_/GROUP_/CLUSTER_/TRANSACTIONAL_ID_AUTHORIZATION_FAILED).",
+            ("request", "resource_type", "operation"),
+        )
+        self.acls = Gauge(
+            "authorizer_acls",
+            "ACLs the authorizer holds (acls-total-count); 0 without an authorizer.",
+            namespace=ns,
+            registry=r,
+        )
         # LogFlushStats
         self.log_flush_time = Histogram(
             "log_flush_time_seconds",
@@ -595,6 +608,7 @@ class BrokerMetrics:
         self._requests: dict[tuple[str, int], RequestMetrics] = {}
         self._clients: dict[tuple[str, str, str], Counter] = {}
         self._client_pairs: set[tuple[str, str]] = set()
+        self._denials: dict[tuple[str, str, str], Counter] = {}
 
     # ---- bundles -----------------------------------------------------------
 
@@ -684,6 +698,15 @@ class BrokerMetrics:
         if child is None:
             child = self.client_message_conversions.labels(request, name, ver)
             self._clients[key] = child
+        return child
+
+    def authorization_failures(self, request: str, resource_type: str, operation: str) -> Counter:
+        """Denials of one API on one resource type and operation (bounded labels:
+        no principal, no resource name)."""
+        key = (request, resource_type, operation)
+        child = self._denials.get(key)
+        if child is None:
+            child = self._denials[key] = self.authorization_failure_family.labels(*key)
         return child
 
     # ---- exposition ------------------------------------------------------
@@ -790,6 +813,9 @@ class NullMetrics:
     def client_conversions(
         self, request: str, software_name: str | None, software_version: str | None
     ) -> _NoOp:
+        return _NOOP
+
+    def authorization_failures(self, request: str, resource_type: str, operation: str) -> _NoOp:
         return _NOOP
 
     def render(self) -> bytes:

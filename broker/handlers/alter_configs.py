@@ -5,7 +5,9 @@ Behaviour (``ConfigAdminManager.preprocess``, ``ConfigurationControlManager.lega
   the request does not name goes back to its broker-level default, as in
   Kafka (use IncrementalAlterConfigs to change single keys).
 - Per resource, in request order: named twice in the request ->
-  INVALID_REQUEST for each copy; a config key twice -> INVALID_REQUEST; a
+  INVALID_REQUEST for each copy; with an authorizer, ALTER_CONFIGS on the
+  topic (TOPIC_AUTHORIZATION_FAILED) or the cluster (BROKER:
+  CLUSTER_AUTHORIZATION_FAILED); a config key twice -> INVALID_REQUEST; a
   null value -> INVALID_REQUEST; a resource type other than TOPIC and BROKER
   -> INVALID_REQUEST; an empty topic name -> INVALID_REQUEST; an illegal
   one -> INVALID_TOPIC_EXCEPTION; bad configs -> INVALID_CONFIG with Kafka's

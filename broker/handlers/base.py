@@ -13,9 +13,11 @@ import abc
 from collections.abc import Awaitable
 from typing import ClassVar
 
+from broker.handlers import authorization
 from broker.handlers.context import BrokerContext, RequestContext
 from broker.protocol import API_KEYS, ApiKey
 from broker.protocol.data import Data
+from broker.security.acl import AclOperation, ResourceType
 
 Reply = Data | None | Awaitable[Data | None]
 
@@ -41,3 +43,27 @@ class RequestHandler(abc.ABC):
     @abc.abstractmethod
     def handle(self, ctx: RequestContext, request: Data) -> Reply:
         """Answer one request (see the module docstring)."""
+
+    def authorize(
+        self,
+        ctx: RequestContext,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        name: str,
+        *,
+        report_denial: bool = True,
+    ) -> bool:
+        """Whether the request's principal may do ``operation`` on the resource
+        (always true without an authorizer); a denial is counted and logged
+        unless ``report_denial`` is false (``handlers/authorization.py``)."""
+        return authorization.authorize(
+            self.broker, ctx, operation, resource_type, name, report_denial=report_denial
+        )
+
+    def authorize_cluster(
+        self, ctx: RequestContext, operation: AclOperation, *, report_denial: bool = True
+    ) -> bool:
+        """``operation`` on the cluster resource (``kafka-cluster``)."""
+        return authorization.authorize_cluster(
+            self.broker, ctx, operation, report_denial=report_denial
+        )

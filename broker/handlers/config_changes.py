@@ -35,16 +35,19 @@ from typing import Any, ClassVar
 
 from broker.config import TOPIC_KEYS, BrokerConfig, ConfigType, TopicConfig, broker_key
 from broker.errors import (
+    ClusterAuthorizationError,
     ErrorCode,
     InvalidConfigError,
     InvalidRequestError,
     KafkaError,
+    TopicAuthorizationError,
     UnknownTopicOrPartitionError,
 )
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import BrokerContext, RequestContext
 from broker.partition.replica_manager import validate_topic_name
 from broker.protocol.data import Data
+from broker.security.acl import AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
 
@@ -218,9 +221,13 @@ def duplicate_resources(resources: Iterable[tuple[int, str]]) -> set[tuple[int, 
 class AlterResourceConfigsHandler(RequestHandler):
     """What AlterConfigs and IncrementalAlterConfigs share: one answer per
     resource, in request order; a resource named twice is refused (each
-    copy), a KafkaError becomes its code and message, anything else
-    UNKNOWN_SERVER_ERROR for that resource only. Subclasses say how one
-    resource is changed (:meth:`alter`) and which response they answer with."""
+    copy); then, with an authorizer, ALTER_CONFIGS on the topic (TOPIC) or
+    on the cluster (BROKER, CLIENT_METRICS) is needed, else
+    TOPIC_AUTHORIZATION_FAILED / CLUSTER_AUTHORIZATION_FAILED
+    (``ControllerApis.authorizeAlterResource``); a KafkaError becomes its code
+    and message, anything else UNKNOWN_SERVER_ERROR for that resource only.
+    Subclasses say how one resource is changed (:meth:`alter`) and which
+    response they answer with."""
 
     #: AlterConfigsResponse or IncrementalAlterConfigsResponse (same shape)
     RESPONSE: ClassVar[Any]
@@ -233,6 +240,7 @@ class AlterResourceConfigsHandler(RequestHandler):
             try:
                 if (resource.resource_type, resource.resource_name) in twice:
                     raise InvalidRequestError("Each resource must appear at most once.")
+                self._check_authorized(ctx, resource.resource_type, resource.resource_name)
                 self.alter(resource, request.validate_only)
             except KafkaError as exc:
                 code, message = exc.code, str(exc)
@@ -249,6 +257,14 @@ class AlterResourceConfigsHandler(RequestHandler):
                 )
             )
         return self.RESPONSE(responses=responses)  # type: ignore[no-any-return]
+
+    def _check_authorized(self, ctx: RequestContext, resource_type: int, name: str) -> None:
+        op = AclOperation.ALTER_CONFIGS
+        if resource_type == TOPIC:
+            if not self.authorize(ctx, op, ResourceType.TOPIC, name):
+                raise TopicAuthorizationError("Topic authorization failed.")
+        elif resource_type in (BROKER, CLIENT_METRICS) and not self.authorize_cluster(ctx, op):
+            raise ClusterAuthorizationError("Cluster authorization failed.")
 
     @abc.abstractmethod
     def alter(self, resource: Data, validate_only: bool) -> None:

@@ -9,8 +9,8 @@ small protocols below; the app hands the real objects in.
   values Kafka's ``RequestChannel.Request`` accumulates (error counts for
   ``ErrorsPerSec``, conversion time and temporary memory).
 * :class:`BrokerContext` -- configuration, partitions, logs, meters, the
-  durability waiter (acks=all group commit), the producer-id allocator and
-  the advertised address, shared by every handler.
+  durability waiter (acks=all group commit), the producer-id allocator, the
+  advertised address and the authorizer, shared by every handler.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from broker.log.manager import LogManager
 from broker.log.unified_log import UnifiedLog
 from broker.partition.replica_manager import ReplicaManager
 from broker.protocol.header import RequestHeader
+from broker.security.acl_control import AclControl
+from broker.security.authorizer import StandardAuthorizer
 from broker.validator import MetricsRecorder
 
 if TYPE_CHECKING:
@@ -78,6 +80,10 @@ class BrokerMeters(Protocol):
         self, request: str, software_name: str | None, software_version: str | None
     ) -> CounterLike: ...
 
+    def authorization_failures(
+        self, request: str, resource_type: str, operation: str
+    ) -> CounterLike: ...
+
 
 class ConnectionInfo(Protocol):
     """The client connection a request came on (``broker.server.connection``)."""
@@ -85,6 +91,12 @@ class ConnectionInfo(Protocol):
     peer: str
     client_software_name: str | None
     client_software_version: str | None
+    #: Kafka's principal string, "User:name" ("User:ANONYMOUS" on PLAINTEXT listeners)
+    principal: str
+    #: the client's IP address (ACL host matching)
+    peer_host: str
+    #: the listener the connection came in on ("PLAINTEXT")
+    listener_name: str
 
     def close(self) -> None: ...
 
@@ -128,6 +140,14 @@ class BrokerContext:
     producer_ids: ProducerIdAllocator
     #: filled by the registry once every handler exists (ApiVersions needs it)
     registry: HandlerRegistry | None = None
+    #: the ACLs and their authorizer; None without ``authorizer.class.name``
+    #: (every request is allowed, as in Kafka without an authorizer)
+    acl_control: AclControl | None = None
+
+    @property
+    def authorizer(self) -> StandardAuthorizer | None:
+        control = self.acl_control
+        return None if control is None else control.authorizer
 
 
 @dataclass

@@ -4,6 +4,8 @@ Behaviour (KRaft: ``ControllerApis.createPartitions``,
 ``ReplicationControlManager.createPartitions``; each topic on its own, in
 request order):
 - A topic named twice -> INVALID_REQUEST "Duplicate topic name." (one result).
+- Authorization (with an authorizer): ALTER on the topic, else
+  TOPIC_AUTHORIZATION_FAILED, whether the topic exists or not.
 - Unknown topic -> UNKNOWN_TOPIC_OR_PARTITION.
 - count equal to the current number of partitions -> INVALID_PARTITIONS
   "Topic already has N partition(s)."; below it -> INVALID_PARTITIONS
@@ -42,6 +44,7 @@ from broker.handlers.context import RequestContext
 from broker.handlers.create_topics import MAX_PARTITIONS_PER_REQUEST, check_assignment
 from broker.protocol.data import Data
 from broker.protocol.messages import CreatePartitionsResponse
+from broker.security.acl import AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +70,10 @@ class CreatePartitionsHandler(RequestHandler):
             try:
                 if counts[name] > 1:
                     raise InvalidRequestError("Duplicate topic name.")
-                budget -= self._grow(topic, request.validate_only, budget)
+                if not self.authorize(ctx, AclOperation.ALTER, ResourceType.TOPIC, name):
+                    code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                else:
+                    budget -= self._grow(topic, request.validate_only, budget)
             except KafkaError as exc:
                 log.debug("CreatePartitions %s refused: %s: %s", name, exc.code.name, exc)
                 code, message = exc.code, str(exc)

@@ -5,6 +5,12 @@ Behaviour (KRaft: ``ControllerApis.createTopics``,
 its own, in request order):
 - A name given twice -> INVALID_REQUEST "Duplicate topic name." (one result
   for the name); ``__cluster_metadata`` -> INVALID_REQUEST.
+- Authorization (with an authorizer, ``ControllerApis.createTopics``): CREATE
+  on the cluster allows every topic, else CREATE on the topic is needed:
+  TOPIC_AUTHORIZATION_FAILED "Authorization failed.". A created topic's
+  configs (v5+) are answered only to a principal with DESCRIBE_CONFIGS on it;
+  otherwise topic_config_error_code is TOPIC_AUTHORIZATION_FAILED and
+  num_partitions, replication_factor and configs are left out.
 - An illegal name or one colliding with an existing topic in '.' versus
   '_' -> INVALID_TOPIC_EXCEPTION; an existing topic -> TOPIC_ALREADY_EXISTS.
 - Configs: null values, unknown keys, bad values -> INVALID_CONFIG with
@@ -56,6 +62,7 @@ from broker.handlers.context import RequestContext
 from broker.log.checkpoints import random_uuid
 from broker.protocol.data import Data
 from broker.protocol.messages import CreateTopicsResponse
+from broker.security.acl import AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +118,7 @@ class CreateTopicsHandler(RequestHandler):
         budget = MAX_PARTITIONS_PER_REQUEST
         results = []
         answered: set[str] = set()
+        may_create_any = self.authorize_cluster(ctx, AclOperation.CREATE, report_denial=False)
         for topic in request.topics:
             name = topic.name
             if name in answered:
@@ -119,7 +127,29 @@ class CreateTopicsHandler(RequestHandler):
             try:
                 if counts[name] > 1:
                     raise InvalidRequestError("Duplicate topic name.")
-                result, partitions = self._create(topic, request.validate_only, budget, version)
+                if (
+                    name != CLUSTER_METADATA_TOPIC
+                    and not may_create_any
+                    and not self.authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)
+                ):
+                    result = _Result(
+                        name=name,
+                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                        error_message="Authorization failed.",
+                    )
+                    ctx.count_error(result.error_code)
+                    results.append(result)
+                    continue
+                describable = self.authorize(
+                    ctx,
+                    AclOperation.DESCRIBE_CONFIGS,
+                    ResourceType.TOPIC,
+                    name,
+                    report_denial=False,
+                )
+                result, partitions = self._create(
+                    topic, request.validate_only, budget, version, describable=describable
+                )
                 budget -= partitions
             except KafkaError as exc:
                 log.debug("CreateTopics %s refused: %s: %s", name, exc.code.name, exc)
@@ -134,7 +164,7 @@ class CreateTopicsHandler(RequestHandler):
         return CreateTopicsResponse(topics=results)
 
     def _create(
-        self, topic: Data, validate_only: bool, budget: int, version: int
+        self, topic: Data, validate_only: bool, budget: int, version: int, *, describable: bool
     ) -> tuple[Data, int]:
         broker = self.broker
         rm = broker.replica_manager
@@ -161,7 +191,9 @@ class CreateTopicsHandler(RequestHandler):
             error_code=ErrorCode.NONE,
             error_message=None,
         )
-        if version >= 5:
+        if version >= 5 and not describable:
+            result.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif version >= 5:
             stored = {k: str(v) for k, v in overrides.items()}
             result.num_partitions = partitions
             result.replication_factor = 1

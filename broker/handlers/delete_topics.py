@@ -7,13 +7,20 @@ Behaviour (KRaft: ``ControllerApis.deleteTopics``, ``ReplicationControlManager``
   INVALID_REQUEST; a name or id given twice -> INVALID_REQUEST for it; a
   name whose topic id was also given -> INVALID_REQUEST for the name.
 - Unknown name -> UNKNOWN_TOPIC_OR_PARTITION, unknown id -> UNKNOWN_TOPIC_ID.
+- Authorization (with an authorizer, ``ControllerApis.deleteTopics``): DELETE
+  on the cluster allows every topic; otherwise a topic named by name needs
+  DESCRIBE on it (else TOPIC_AUTHORIZATION_FAILED, whether it exists or not)
+  and, if it exists, DELETE (else TOPIC_AUTHORIZATION_FAILED); a topic named
+  by id needs DELETE, else TOPIC_AUTHORIZATION_FAILED with its name only if
+  the principal may DESCRIBE it.
 - Deleting a topic: every partition log is closed and its folder renamed
   ``<topic>-<p>.<id>-delete`` (removed after ``file.delete.delay.ms``), its
   config overrides are removed, and its per-topic metrics are forgotten.
   The response carries the topic's name and id.
 - Results come in request order (Kafka shuffles them so that positions do
-  not reveal which topics exist to an unauthorised client; there are no
-  ACLs here).
+  not reveal which topics exist to an unauthorised client; here each result
+  carries only what its request entry named, so positions reveal nothing
+  more; docs/deviations.md).
 
 Version notes:
 - v1+: throttle_time_ms. v3+: TOPIC_DELETION_DISABLED. v4+: flexible. v5+:
@@ -32,6 +39,7 @@ from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.protocol.data import Data
 from broker.protocol.messages import DeleteTopicsResponse
+from broker.security.acl import AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +74,18 @@ class DeleteTopicsHandler(RequestHandler):
             return DeleteTopicsResponse(responses=results)
 
         lm = self.broker.log_manager
+        rm = self.broker.replica_manager
+        every_topic = self.broker.authorizer is None or self.authorize_cluster(
+            ctx, AclOperation.DELETE, report_denial=False
+        )
+
+        def may(operation: AclOperation, topic: str) -> bool:
+            # a DESCRIBE denial is not reported: the DELETE one is what was asked
+            return every_topic or self.authorize(
+                ctx, operation, ResourceType.TOPIC, topic,
+                report_denial=operation == AclOperation.DELETE,
+            )  # fmt: skip
+
         names = Counter(n for n, tid in wanted if n is not None and tid == ZERO_UUID)
         ids = Counter(tid for n, tid in wanted if n is None and tid != ZERO_UUID)
         id_names = {lm.topic_for_id(tid.bytes) for tid in ids if ids[tid] == 1}
@@ -96,6 +116,14 @@ class DeleteTopicsHandler(RequestHandler):
                         ErrorCode.UNKNOWN_TOPIC_ID,
                         f"Topic id {topic_id} does not exist.",
                     )
+                elif not may(AclOperation.DELETE, name):
+                    code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    if not may(AclOperation.DESCRIBE, name):
+                        name = None
+            elif not may(AclOperation.DESCRIBE, name) or (
+                rm.partition_count(name) is not None and not may(AclOperation.DELETE, name)
+            ):
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif name in id_names:
                 code, message = (
                     ErrorCode.INVALID_REQUEST,

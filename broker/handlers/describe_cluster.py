@@ -7,11 +7,12 @@ Behaviour (``KafkaApis.handleDescribeCluster``, ``AuthHelper.computeDescribeClus
 - endpoint_type (v1+): 1 (BROKER) is answered; 2 (CONTROLLER) ->
   MISMATCHED_ENDPOINT_TYPE (this broker listens as a broker; Kafka's brokers
   answer the same); any other value -> UNSUPPORTED_ENDPOINT_TYPE.
-- include_cluster_authorized_operations: there is no authorizer, so every
-  operation on the cluster is allowed, and the answer is the bit field of
-  the cluster's operations (``AclEntry.supportedOperations(CLUSTER)``), as a
-  Kafka broker without an authorizer gives; otherwise Kafka's "not
-  requested" value (-2147483648).
+- include_cluster_authorized_operations: the KIP-430 bit field of the
+  cluster operations the principal may do, when it may DESCRIBE the cluster
+  (0 otherwise); without an authorizer every operation the cluster supports
+  (``AclEntry.supportedOperations(CLUSTER)``), as Kafka gives. Not asked
+  for: Kafka's "not requested" value (-2147483648). The answer itself needs
+  no permission.
 
 Version notes:
 - v0-1 are flexible. v1: endpoint_type in request and response.
@@ -20,19 +21,16 @@ Version notes:
 from __future__ import annotations
 
 from broker.errors import ErrorCode
+from broker.handlers.authorization import OPERATIONS_NOT_REQUESTED, authorized_operations
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.protocol.data import Data
 from broker.protocol.messages import DescribeClusterResponse
+from broker.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 BROKER_ENDPOINT = 1
 CONTROLLER_ENDPOINT = 2
 _ENDPOINT_NAMES = {BROKER_ENDPOINT: "BROKER", CONTROLLER_ENDPOINT: "CONTROLLER"}
-NOT_REQUESTED = -(2**31)
-#: AclOperation codes of CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS,
-#: ALTER_CONFIGS, IDEMPOTENT_WRITE (the operations a CLUSTER resource supports)
-CLUSTER_OPERATIONS = (5, 7, 8, 9, 10, 11, 12)
-CLUSTER_AUTHORIZED_OPERATIONS = sum(1 << op for op in CLUSTER_OPERATIONS)
 
 
 class DescribeClusterHandler(RequestHandler):
@@ -65,6 +63,13 @@ class DescribeClusterHandler(RequestHandler):
             return DescribeClusterResponse(error_code=code, error_message=message)
         broker = self.broker
         endpoint = broker.advertised
+        operations = OPERATIONS_NOT_REQUESTED
+        if request.include_cluster_authorized_operations:
+            operations = (
+                authorized_operations(broker, ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+                if self.authorize_cluster(ctx, AclOperation.DESCRIBE)
+                else 0
+            )
         ctx.count_error(ErrorCode.NONE)
         return DescribeClusterResponse(
             error_code=ErrorCode.NONE,
@@ -77,7 +82,5 @@ class DescribeClusterHandler(RequestHandler):
                     broker_id=broker.node_id, host=endpoint.host, port=endpoint.port, rack=None
                 )
             ],
-            cluster_authorized_operations=CLUSTER_AUTHORIZED_OPERATIONS
-            if request.include_cluster_authorized_operations
-            else NOT_REQUESTED,
+            cluster_authorized_operations=operations,
         )

@@ -2,6 +2,12 @@
 
 Behaviour (``ConfigHelper.describeConfigs``; entries are built by
 ``broker/handlers/config_entries.py``):
+- Authorization (with an authorizer, ``ConfigHelper.handleDescribeConfigsRequest``):
+  a TOPIC resource needs DESCRIBE_CONFIGS on the topic (else
+  TOPIC_AUTHORIZATION_FAILED "Topic authorization failed."), BROKER,
+  BROKER_LOGGER and CLIENT_METRICS resources DESCRIBE_CONFIGS on the cluster
+  (else CLUSTER_AUTHORIZATION_FAILED "Cluster authorization failed."),
+  checked before anything else about the resource.
 - TOPIC resources: every topic key of ``broker/config.py`` with the topic's
   effective value, source (TOPIC_CONFIG, STATIC_BROKER_CONFIG or
   DEFAULT_CONFIG) and synonyms; not read-only. An illegal name ->
@@ -30,14 +36,28 @@ from __future__ import annotations
 import logging
 
 from broker.config import ConfigSource
-from broker.errors import ErrorCode, InvalidRequestError, KafkaError, UnknownTopicOrPartitionError
+from broker.errors import (
+    ClusterAuthorizationError,
+    ErrorCode,
+    InvalidRequestError,
+    KafkaError,
+    TopicAuthorizationError,
+    UnknownTopicOrPartitionError,
+)
 from broker.handlers.base import Reply, RequestHandler
-from broker.handlers.config_changes import BROKER, TOPIC, check_resource_type
+from broker.handlers.config_changes import (
+    BROKER,
+    BROKER_LOGGER,
+    CLIENT_METRICS,
+    TOPIC,
+    check_resource_type,
+)
 from broker.handlers.config_entries import ConfigEntry, broker_entries, topic_entries
 from broker.handlers.context import RequestContext
 from broker.partition.replica_manager import validate_topic_name
 from broker.protocol.data import Data
 from broker.protocol.messages import DescribeConfigsResponse
+from broker.security.acl import AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +76,7 @@ class DescribeConfigsHandler(RequestHandler):
         results = []
         for resource in request.resources:
             try:
+                self._check_authorized(ctx, resource.resource_type, resource.resource_name)
                 entries = self._entries(resource.resource_type, resource.resource_name)
             except KafkaError as exc:
                 ctx.count_error(exc.code)
@@ -84,6 +105,16 @@ class DescribeConfigsHandler(RequestHandler):
                 )
             )
         return DescribeConfigsResponse(results=results)
+
+    def _check_authorized(self, ctx: RequestContext, resource_type: int, name: str) -> None:
+        op = AclOperation.DESCRIBE_CONFIGS
+        if resource_type == TOPIC:
+            if not self.authorize(ctx, op, ResourceType.TOPIC, name):
+                raise TopicAuthorizationError("Topic authorization failed.")
+        elif resource_type in (BROKER, BROKER_LOGGER, CLIENT_METRICS) and not (
+            self.authorize_cluster(ctx, op)
+        ):
+            raise ClusterAuthorizationError("Cluster authorization failed.")
 
     def _entries(self, resource_type: int, name: str) -> list[ConfigEntry]:
         check_resource_type(resource_type)

@@ -1,6 +1,9 @@
 """DescribeLogDirs (key 35), versions 0-4.
 
 Behaviour (``KafkaApis.handleDescribeLogDirsRequest``, ``ReplicaManager.describeLogDirs``):
+- Authorization (with an authorizer): DESCRIBE on the cluster, else no
+  results and CLUSTER_AUTHORIZATION_FAILED (the top-level error code, v3+;
+  older versions get the empty list only).
 - One result per configured log dir (absolute path), in configuration order,
   listing the requested partitions it holds (topics null = every partition):
   partition_size is the bytes of its segments, offset_lag 0 (the log end
@@ -27,6 +30,7 @@ from broker.handlers.context import RequestContext
 from broker.log.unified_log import UnifiedLog
 from broker.protocol.data import Data
 from broker.protocol.messages import DescribeLogDirsResponse
+from broker.security.acl import AclOperation
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +41,11 @@ class DescribeLogDirsHandler(RequestHandler):
     MAX_VERSION = 4
 
     def handle(self, ctx: RequestContext, request: Data) -> Reply:
+        if not self.authorize_cluster(ctx, AclOperation.DESCRIBE):
+            ctx.count_error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+            return DescribeLogDirsResponse(
+                error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[]
+            )
         lm = self.broker.log_manager
         wanted: set[tuple[str, int]] | None = None
         if request.topics is not None:

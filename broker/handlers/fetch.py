@@ -2,6 +2,11 @@
 
 Behaviour (``KafkaApis.handleFetchRequest``, ``ReplicaManager.fetchMessages``,
 ``DelayedFetch``):
+- Authorization (with an authorizer): a consumer needs READ on each topic,
+  a follower (replica id >= 0) CLUSTER_ACTION on the cluster; otherwise the
+  partitions get TOPIC_AUTHORIZATION_FAILED (an unknown topic id is
+  answered UNKNOWN_TOPIC_ID first, as Kafka resolves ids before it checks).
+  Decided once per request, before any read.
 - Per partition, in request order: unknown topic or partition ->
   UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID for an unknown id, v13+);
   a current_leader_epoch (v9+) below ours -> FENCED_LEADER_EPOCH, above ->
@@ -64,6 +69,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from broker.errors import ErrorCode, KafkaError
+from broker.handlers.authorization import authorize_cluster
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext, TopicMeters
 from broker.handlers.file_region import FileRegion
@@ -74,6 +80,7 @@ from broker.protocol.messages import FetchResponse
 from broker.records.batch import MAGIC_V0, MAGIC_V1
 from broker.records.downconvert import down_convert
 from broker.records.entries import iter_file_entries
+from broker.security.acl import AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +136,7 @@ class FetchHandler(RequestHandler):
             return FetchResponse(
                 error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0, responses=[]
             )
-        wanted = self._resolve(request, version)
+        wanted = self._resolve(request, version, self._readable(ctx, request, version))
         response, total, failed = self._read_all(ctx, request, wanted, version)
         max_wait_ms = request.max_wait_ms
         if failed or total >= request.min_bytes or max_wait_ms <= 0:
@@ -139,7 +146,37 @@ class FetchHandler(RequestHandler):
 
     # ---- resolving what is asked -------------------------------------------------------------
 
-    def _resolve(self, request: Data, version: int) -> list[_Wanted]:
+    def _readable(
+        self, ctx: RequestContext, request: Data, version: int
+    ) -> Callable[[str], bool] | None:
+        """Whether the principal may read a topic (None: every topic). Followers
+        need CLUSTER_ACTION on the cluster instead (``KafkaApis.handleFetchRequest``)."""
+        authorizer = self.broker.authorizer
+        if authorizer is None:
+            return None
+        if version >= 15:
+            replica_id = request.replica_state.replica_id if request.replica_state else -1
+        else:
+            replica_id = request.replica_id
+        if replica_id >= 0:
+            if authorize_cluster(self.broker, ctx, AclOperation.CLUSTER_ACTION):
+                return None
+            return lambda topic: False
+        decided: dict[str, bool] = {}
+
+        def readable(topic: str) -> bool:
+            allowed = decided.get(topic)
+            if allowed is None:  # checked (and a denial reported) once per topic
+                allowed = decided[topic] = self.authorize(
+                    ctx, AclOperation.READ, ResourceType.TOPIC, topic
+                )
+            return allowed
+
+        return readable
+
+    def _resolve(
+        self, request: Data, version: int, readable: Callable[[str], bool] | None
+    ) -> list[_Wanted]:
         rm = self.broker.replica_manager
         log_manager = self.broker.log_manager
         out: list[_Wanted] = []
@@ -156,6 +193,8 @@ class FetchHandler(RequestHandler):
                 partition = None
                 if name is None:
                     error = ErrorCode.UNKNOWN_TOPIC_ID
+                elif readable is not None and not readable(name):
+                    error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 else:
                     partition = rm.get_partition(name, p.partition)
                     if partition is None:

@@ -18,6 +18,10 @@ asked for lz4 (``tests/integration/test_produce_matrix.py`` checks the codec
 librdkafka sends).
 
 Behaviour (``KafkaApis.getCoordinator``):
+- Authorization (with an authorizer), per key: a group key needs DESCRIBE on
+  the group (GROUP_AUTHORIZATION_FAILED), a transactional id DESCRIBE on it
+  (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), a share group key (v6+)
+  CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 - key_type 0 (group) and 1 (transaction): COORDINATOR_NOT_AVAILABLE.
 - key_type 2 (share group, v6+): COORDINATOR_NOT_AVAILABLE, as Kafka 3.9;
   before v6 -> INVALID_REQUEST. Any other key type -> INVALID_REQUEST
@@ -36,6 +40,7 @@ from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.protocol.data import Data
 from broker.protocol.messages import FindCoordinatorResponse
+from broker.security.acl import AclOperation, ResourceType
 
 GROUP = 0
 TRANSACTION = 1
@@ -69,14 +74,16 @@ class FindCoordinatorHandler(RequestHandler):
 
     def handle(self, ctx: RequestContext, request: Data) -> Reply:
         version = ctx.header.api_version
-        code, message = coordinator_error(request.key_type if version >= 1 else GROUP, version)
+        key_type = request.key_type if version >= 1 else GROUP
         if version < 4:
+            code, message = self._check(ctx, key_type, request.key, version)
             ctx.count_error(code)
             return FindCoordinatorResponse(
                 error_code=code, error_message=message, node_id=-1, host="", port=-1
             )
         coordinators = []
         for key in request.coordinator_keys:
+            code, message = self._check(ctx, key_type, key, version)
             ctx.count_error(code)
             coordinators.append(
                 FindCoordinatorResponse.Coordinator(
@@ -84,3 +91,26 @@ class FindCoordinatorHandler(RequestHandler):
                 )
             )
         return FindCoordinatorResponse(coordinators=coordinators)
+
+    def _check(
+        self, ctx: RequestContext, key_type: int, key: str, version: int
+    ) -> tuple[ErrorCode, str]:
+        """The authorization checks of ``getCoordinator``, then the coordinator's answer."""
+        if key_type == GROUP and not self.authorize(
+            ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key
+        ):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed."
+        if key_type == TRANSACTION and not self.authorize(
+            ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
+        ):
+            return (
+                ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                "Transactional Id authorization failed.",
+            )
+        if (
+            key_type == SHARE
+            and version >= 6
+            and not self.authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)
+        ):
+            return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+        return coordinator_error(key_type, version)

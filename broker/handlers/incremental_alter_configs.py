@@ -10,7 +10,9 @@ Behaviour (``ConfigAdminManager.preprocess``,
   not a list -> INVALID_CONFIG.
 - The result is checked as a whole, so one bad key fails the resource and
   changes nothing: per resource, in request order: named twice in the
-  request -> INVALID_REQUEST for each copy; a config key twice ->
+  request -> INVALID_REQUEST for each copy; with an authorizer,
+  ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or the cluster
+  (BROKER: CLUSTER_AUTHORIZATION_FAILED); a config key twice ->
   INVALID_REQUEST; a null value for anything but DELETE -> INVALID_REQUEST;
   a resource type other than TOPIC and BROKER -> INVALID_REQUEST; an empty
   topic name -> INVALID_REQUEST, an illegal one -> INVALID_TOPIC_EXCEPTION;

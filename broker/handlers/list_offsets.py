@@ -2,6 +2,10 @@
 
 Behaviour (``KafkaApis.handleListOffsetRequest``, ``Partition.fetchOffsetForTimestamp``,
 ``UnifiedLog.fetchOffsetByTimestamp`` / ``legacyFetchOffsetsBefore``):
+- Authorization (with an authorizer): DESCRIBE on each topic, else its
+  partitions get TOPIC_AUTHORIZATION_FAILED (timestamp and offset -1), before
+  any other check (Kafka lists them after the authorized topics; here the
+  request's order is kept).
 - Per partition, in request order: a partition named twice in one request
   (v1+) -> INVALID_REQUEST for every copy; a negative timestamp the version
   does not know -> UNSUPPORTED_VERSION; unknown partition ->
@@ -57,6 +61,7 @@ from broker.log.unified_log import (
 from broker.partition.partition import LEADER_EPOCH, Partition
 from broker.protocol.data import Data
 from broker.protocol.messages import ListOffsetsResponse
+from broker.security.acl import AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +143,18 @@ class ListOffsetsHandler(RequestHandler):
         rm = self.broker.replica_manager
         topics = []
         for topic in request.topics:
-            partitions = []
+            partitions: list[Data] = []
+            if not self.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
+                partitions.extend(
+                    self._error(ctx, p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                    for p in topic.partitions
+                )
+                topics.append(
+                    ListOffsetsResponse.ListOffsetsTopicResponse(
+                        name=topic.name, partitions=partitions
+                    )
+                )
+                continue
             for p in topic.partitions:
                 index = p.partition_index
                 if bad_isolation:

@@ -13,8 +13,18 @@ Behaviour:
 - An illegal topic name gets INVALID_TOPIC_EXCEPTION for that topic.
 - v10+ topic ids: a topic requested by id only (v12) is looked up by id;
   an unknown id gets UNKNOWN_TOPIC_ID.
-- Authorized operations are not computed (no ACLs): Kafka's "not requested"
-  value (-2147483648) is always returned.
+- Authorization (with an authorizer, ``KafkaApis.handleTopicMetadataRequest``):
+  a request for every topic lists only the topics the principal may
+  DESCRIBE, silently; a topic asked for by name without DESCRIBE gets
+  TOPIC_AUTHORIZATION_FAILED (topic id zero, whether it exists or not), one
+  asked for by id gets it with the id and no name (ids are not secret). A
+  missing topic is auto-created only with CREATE on the cluster or on the
+  topic, else TOPIC_AUTHORIZATION_FAILED.
+- Authorized operations (KIP-430, v8+), when asked for: each answered
+  topic's bit field of the topic operations the principal may do, and
+  (v8-v10) the cluster's, 0 without DESCRIBE on the cluster; without an
+  authorizer every operation the resource supports, as Kafka. Not asked
+  for (and for topics answered with an error): -2147483648.
 
 Version notes:
 - v0: an empty topic list means every topic; v1+: null means every topic,
@@ -29,11 +39,13 @@ from __future__ import annotations
 import uuid
 
 from broker.errors import ErrorCode, KafkaError
+from broker.handlers.authorization import OPERATIONS_NOT_REQUESTED, authorized_operations
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.partition.partition import LEADER_EPOCH
 from broker.protocol.data import Data
 from broker.protocol.messages import MetadataResponse
+from broker.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -47,16 +59,36 @@ class MetadataHandler(RequestHandler):
         broker = self.broker
         version = ctx.header.api_version
         rm = broker.replica_manager
-        if request.topics is None or (version == 0 and not request.topics):
-            wanted: list[tuple[str | None, uuid.UUID]] = [
-                (t, ZERO_UUID) for t in sorted(rm.topics())
-            ]
+        every_topic = request.topics is None or (version == 0 and not request.topics)
+        if every_topic:
+            names = sorted(rm.topics())
+            if broker.authorizer is not None:
+                # not listed, not reported: the client did not name them (logIfDenied=false)
+                names = [
+                    t
+                    for t in names
+                    if self.authorize(
+                        ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t, report_denial=False
+                    )
+                ]
+            wanted: list[tuple[str | None, uuid.UUID]] = [(t, ZERO_UUID) for t in names]
         else:
             wanted = [(t.name, t.topic_id or ZERO_UUID) for t in request.topics]
         allow_auto = bool(broker.config.get("auto.create.topics.enable")) and (
             version < 4 or request.allow_auto_topic_creation
         )
-        topics = [self._topic(ctx, name, topic_id, allow_auto) for name, topic_id in wanted]
+        with_operations = version >= 8 and request.include_topic_authorized_operations
+        topics = [
+            self._topic(ctx, name, topic_id, allow_auto, with_operations)
+            for name, topic_id in wanted
+        ]
+        cluster_operations = OPERATIONS_NOT_REQUESTED
+        if 8 <= version <= 10 and request.include_cluster_authorized_operations:
+            cluster_operations = (
+                authorized_operations(broker, ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+                if self.authorize_cluster(ctx, AclOperation.DESCRIBE)
+                else 0
+            )
         endpoint = broker.advertised
         return MetadataResponse(
             brokers=[
@@ -67,13 +99,20 @@ class MetadataHandler(RequestHandler):
             cluster_id=broker.cluster_id,
             controller_id=broker.node_id,
             topics=topics,
+            cluster_authorized_operations=cluster_operations,
         )
 
     def _topic(
-        self, ctx: RequestContext, name: str | None, topic_id: uuid.UUID, allow_auto: bool
+        self,
+        ctx: RequestContext,
+        name: str | None,
+        topic_id: uuid.UUID,
+        allow_auto: bool,
+        with_operations: bool,
     ) -> Data:
         broker = self.broker
         rm = broker.replica_manager
+        by_id = name is None
         if name is None:  # v12: by id only
             found = broker.log_manager.topic_for_id(topic_id.bytes)
             if found is None:
@@ -82,9 +121,24 @@ class MetadataHandler(RequestHandler):
                     error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id
                 )
             name = found
+        if not self.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+            # the topic's existence is not disclosed: no id for a name, no name for an id
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            ctx.count_error(code)
+            return MetadataResponse.MetadataResponseTopic(
+                error_code=code,
+                name=None if by_id else name,
+                topic_id=topic_id if by_id else ZERO_UUID,
+                partitions=[],
+            )
         if rm.partition_count(name) is None:
             if not allow_auto:
                 return self._error_topic(ctx, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            if not (
+                self.authorize_cluster(ctx, AclOperation.CREATE, report_denial=False)
+                or self.authorize(ctx, AclOperation.CREATE, ResourceType.TOPIC, name)
+            ):
+                return self._error_topic(ctx, name, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             try:
                 rm.create_topic(name, int(broker.config.get("num.partitions")))
             except KafkaError as exc:
@@ -110,6 +164,9 @@ class MetadataHandler(RequestHandler):
             topic_id=uuid.UUID(bytes=tid) if tid else ZERO_UUID,
             is_internal=False,
             partitions=partitions,
+            topic_authorized_operations=authorized_operations(broker, ctx, ResourceType.TOPIC, name)
+            if with_operations
+            else OPERATIONS_NOT_REQUESTED,
         )
 
     @staticmethod

@@ -6,6 +6,9 @@ holds it (librdkafka validates positions this way).
 
 Behaviour (``ReplicaManager.lastOffsetForLeaderEpoch``,
 ``Partition.lastOffsetForLeaderEpoch``, ``LeaderEpochFileCache.endOffsetFor``):
+- Authorization (with an authorizer): CLUSTER_ACTION on the cluster (a
+  follower) allows every topic; otherwise DESCRIBE on each topic, else its
+  partitions get TOPIC_AUTHORIZATION_FAILED (KIP-320 let consumers use it).
 - Unknown partition -> UNKNOWN_TOPIC_OR_PARTITION.
 - current_leader_epoch (v2+, -1 = not given) below the partition's epoch
   (0) -> FENCED_LEADER_EPOCH, above it -> UNKNOWN_LEADER_EPOCH.
@@ -34,6 +37,7 @@ from broker.handlers.list_offsets import check_current_leader_epoch
 from broker.log.leader_epoch import UNDEFINED_EPOCH_OFFSET
 from broker.protocol.data import Data
 from broker.protocol.messages import OffsetForLeaderEpochResponse
+from broker.security.acl import AclOperation, ResourceType
 
 _EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
 
@@ -45,12 +49,26 @@ class OffsetForLeaderEpochHandler(RequestHandler):
 
     def handle(self, ctx: RequestContext, request: Data) -> Reply:
         rm = self.broker.replica_manager
+        every_topic = self.broker.authorizer is None or self.authorize_cluster(
+            ctx, AclOperation.CLUSTER_ACTION, report_denial=False
+        )
         topics = []
         for topic in request.topics:
             partitions = []
+            allowed = every_topic or self.authorize(
+                ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.topic
+            )
             for p in topic.partitions:
                 index = p.partition
                 partition = rm.get_partition(topic.topic, index)
+                if not allowed:
+                    ctx.count_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                    partitions.append(
+                        _EpochEndOffset(
+                            error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, partition=index
+                        )
+                    )
+                    continue
                 if partition is None:
                     code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 else:

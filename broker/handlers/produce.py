@@ -2,12 +2,18 @@
 
 Behaviour (``KafkaApis.handleProduceRequest``, ``ReplicaManager.appendToLocalLog``,
 reference §4.1-§4.3):
-- acks must be -1, 0 or 1, else every partition gets INVALID_REQUIRED_ACKS
-  and nothing is appended.
 - A partition whose first batch is transactional fails the whole request:
-  TRANSACTIONAL_ID_AUTHORIZATION_FAILED without a transactional id (as
-  Kafka), INVALID_TXN_STATE with one (this broker has no transaction
-  coordinator; docs/deviations.md).
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED without a transactional id or
+  without WRITE on it (as Kafka), INVALID_TXN_STATE with one (this broker
+  has no transaction coordinator; docs/deviations.md).
+- Authorization (with an authorizer): WRITE on each topic, else every
+  partition of the topic gets TOPIC_AUTHORIZATION_FAILED, before the checks
+  below, and nothing of it is stored (``KafkaApis.handleProduceRequest``).
+  The decision is the authorizer's cached one: one ``dict.get`` per topic
+  of the request, no per-record or per-partition cost.
+- acks must be -1, 0 or 1, else every partition gets INVALID_REQUIRED_ACKS
+  (TOPIC_AUTHORIZATION_FAILED for topics the principal may not write) and
+  nothing is appended.
 - Per partition, in request order: unknown partition -> UNKNOWN_TOPIC_OR_PARTITION;
   ``ProduceRequest.validateRecords`` (magic 2 and one batch for v3+, zstd
   only from v7) -> its code; these partitions do not touch the topic meters.
@@ -68,6 +74,7 @@ from broker.errors import (
     RecordTooLargeError,
     RecordValidationError,
 )
+from broker.handlers.authorization import authorize, report_denied
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import BrokerContext, RequestContext, TopicMeters
 from broker.log.unified_log import UnifiedLog
@@ -76,6 +83,7 @@ from broker.protocol.data import Data
 from broker.protocol.messages import ProduceResponse
 from broker.records.batch import TRANSACTIONAL_FLAG_MASK
 from broker.records.entries import iter_buffer_entries
+from broker.security.acl import AclOperation, ResourceType
 from broker.validator.analysis import check_request_records
 
 log = logging.getLogger(__name__)
@@ -92,6 +100,11 @@ _PLAIN_ERRORS = frozenset(
     }
 )
 _ATTRIBUTES_OFFSET = 21
+_WRITE = AclOperation.WRITE
+_TOPIC = ResourceType.TOPIC
+#: the cache key's plain ints: an IntEnum hashes through a slower path
+_WRITE_CODE = int(_WRITE)
+_TOPIC_CODE = int(_TOPIC)
 #: record errors one produce response lists in all (each partition lists at most
 #: MAX_LISTED_RECORD_ERRORS); later partitions list none and say so
 #: (docs/deviations.md, "Record errors are capped")
@@ -164,18 +177,21 @@ class ProduceHandler(RequestHandler):
         super().__init__(broker)
         #: how long one request may validate on the event loop (produce.inline.max.ms)
         self._inline_ns = int(broker.config.get("produce.inline.max.ms")) * 1_000_000
+        #: the authorizer (set before the handlers are built), None without one
+        self._authorizer = broker.authorizer
 
     def handle(self, ctx: RequestContext, request: Data) -> Reply:
         version = ctx.header.api_version
         acks = request.acks
-        if acks not in (-1, 0, 1):
-            return self._fail_all(ctx, request, ErrorCode.INVALID_REQUIRED_ACKS, None, acks)
         if any(
             pd.records is not None and _first_batch_transactional(pd.records)
             for td in request.topic_data
             for pd in td.partition_data
         ):
-            if request.transactional_id is None:
+            transactional_id = request.transactional_id
+            if transactional_id is None or not authorize(
+                self.broker, ctx, _WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+            ):
                 return self._fail_all(
                     ctx, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None, acks
                 )
@@ -186,6 +202,13 @@ class ProduceHandler(RequestHandler):
                 "Transactions are not supported by this broker: it has no transaction "
                 "coordinator. Produce without a transactional.id.",
                 acks,
+            )
+        # Kafka's order: the transactional id, the topics' WRITE, then (in
+        # appendRecords) acks
+        denied = None if self._authorizer is None else self._denied_topics(ctx, request)
+        if acks not in (-1, 0, 1):
+            return self._fail_all(
+                ctx, request, ErrorCode.INVALID_REQUIRED_ACKS, None, acks, denied=denied
             )
 
         rm = self.broker.replica_manager
@@ -203,6 +226,18 @@ class ProduceHandler(RequestHandler):
             name = td.name
             tmeters: TopicMeters | None = None
             responses: list[Data | None] = []
+            if denied and name in denied:
+                message = f"Not authorized to access topics: [{name}]"
+                responses.extend(
+                    self._error(ctx, pd.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED, message,
+                                version)
+                    for pd in td.partition_data
+                )  # fmt: skip
+                any_error = True
+                topics.append(
+                    ProduceResponse.TopicProduceResponse(name=name, partition_responses=responses)
+                )
+                continue
             for pd in td.partition_data:
                 partition = rm.get_partition(name, pd.index)
                 records = pd.records
@@ -289,6 +324,29 @@ class ProduceHandler(RequestHandler):
         targets = [(log_, offset) for log_, offset, _ in durable]
         waiting = self.broker.durability.wait_flushed(targets, max(request.timeout_ms, 0) / 1000)
         return self._after_flush(ctx, response, durable, waiting)
+
+    def _denied_topics(self, ctx: RequestContext, request: Data) -> set[str] | None:
+        """The request's topics the principal may not WRITE (None: all allowed). Each
+        topic costs one lookup in the authorizer's cached decisions; a denial is
+        reported once per topic (``filterByAuthorized``)."""
+        authorizer = self._authorizer
+        assert authorizer is not None
+        conn = ctx.connection
+        known = authorizer.decisions(conn.principal, conn.peer_host, _WRITE_CODE, _TOPIC_CODE)
+        denied: set[str] | None = None
+        for td in request.topic_data:
+            name = td.name
+            if known.get(name):
+                continue  # the common case: allowed, decided before
+            if authorizer.decide(conn.principal, conn.peer_host, _WRITE_CODE, _TOPIC_CODE, name):
+                continue
+            if denied is None:
+                denied = set()
+            elif name in denied:
+                continue
+            denied.add(name)
+            report_denied(self.broker, ctx, _WRITE, _TOPIC, name)
+        return denied
 
     # ---- one partition -----------------------------------------------------------------------
 
@@ -463,20 +521,27 @@ class ProduceHandler(RequestHandler):
         code: ErrorCode,
         message: str | None,
         acks: int,
+        *,
+        denied: set[str] | None = None,
     ) -> Reply:
+        """Every partition fails with ``code`` (topics in ``denied`` with
+        TOPIC_AUTHORIZATION_FAILED, which Kafka checks first)."""
         version = ctx.header.api_version
-        response = ProduceResponse(
-            responses=[
+        topics = []
+        for td in request.topic_data:
+            failed, why = code, message
+            if denied and td.name in denied:
+                failed = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                why = f"Not authorized to access topics: [{td.name}]"
+            topics.append(
                 ProduceResponse.TopicProduceResponse(
                     name=td.name,
                     partition_responses=[
-                        self._error(ctx, pd.index, code, message, version)
-                        for pd in td.partition_data
+                        self._error(ctx, pd.index, failed, why, version) for pd in td.partition_data
                     ],
                 )
-                for td in request.topic_data
-            ]
-        )
+            )
+        response = ProduceResponse(responses=topics)
         if acks == 0:
             ctx.connection.close()
             return None

@@ -12,9 +12,12 @@ from broker.handlers.alter_configs import AlterConfigsHandler
 from broker.handlers.api_versions import ApiVersionsHandler
 from broker.handlers.base import RequestHandler
 from broker.handlers.context import BrokerContext
+from broker.handlers.create_acls import CreateAclsHandler
 from broker.handlers.create_partitions import CreatePartitionsHandler
 from broker.handlers.create_topics import CreateTopicsHandler
+from broker.handlers.delete_acls import DeleteAclsHandler
 from broker.handlers.delete_topics import DeleteTopicsHandler
+from broker.handlers.describe_acls import DescribeAclsHandler
 from broker.handlers.describe_cluster import DescribeClusterHandler
 from broker.handlers.describe_configs import DescribeConfigsHandler
 from broker.handlers.describe_log_dirs import DescribeLogDirsHandler
@@ -45,6 +48,10 @@ HANDLER_CLASSES: tuple[type[RequestHandler], ...] = (
     IncrementalAlterConfigsHandler,
     DescribeLogDirsHandler,
     DescribeClusterHandler,
+    # ACLs (broker/security)
+    DescribeAclsHandler,
+    CreateAclsHandler,
+    DeleteAclsHandler,
 )
 
 

@@ -16,6 +16,9 @@ outside ``min_version..max_version`` with UNSUPPORTED_VERSION.
      21  DeleteRecords            0-2       2+
      22  InitProducerId           0-5       2+
      23  OffsetForLeaderEpoch     0-4       4+
+     29  DescribeAcls             0-3       2+
+     30  CreateAcls               0-3       2+
+     31  DeleteAcls               0-3       2+
      32  DescribeConfigs          0-4       4+
      33  AlterConfigs             0-2       2+
      35  DescribeLogDirs          0-4       2+

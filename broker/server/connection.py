@@ -164,7 +164,10 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
         "handler",
         "host",
         "limits",
+        "listener_name",
         "peer",
+        "peer_host",
+        "principal",
         "transport",
     )
 
@@ -185,6 +188,11 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
         self.peer: str = "?"
         #: the peer's IP address
         self.host: str = ""
+        #: who the client is, for the authorizer (Kafka's KafkaPrincipal string);
+        #: PLAINTEXT listeners authenticate nobody: User:ANONYMOUS
+        self.principal: str = "User:ANONYMOUS"
+        self.peer_host: str = ""  # the client's IP address, matched against ACL hosts
+        self.listener_name: str = "PLAINTEXT"
         #: set by the ApiVersions handler (v3+): the client's software, for metrics
         self.client_software_name: str | None = None
         self.client_software_version: str | None = None
@@ -225,7 +233,7 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         if peer:
             self.peer = f"{peer[0]}:{peer[1]}"
-            self.host = str(peer[0])
+            self.host = self.peer_host = str(peer[0])
         self._quiet_since = asyncio.get_running_loop().time()
         if self._owner is not None and not self._owner.opened(self):
             self._refused = True

@@ -11,6 +11,14 @@ response, in API-key order.
 from __future__ import annotations
 
 from broker.protocol.schema import MessageSpec
+from broker.protocol.schemas.acls import (
+    CREATE_ACLS_REQUEST,
+    CREATE_ACLS_RESPONSE,
+    DELETE_ACLS_REQUEST,
+    DELETE_ACLS_RESPONSE,
+    DESCRIBE_ACLS_REQUEST,
+    DESCRIBE_ACLS_RESPONSE,
+)
 from broker.protocol.schemas.api_versions import API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE
 from broker.protocol.schemas.cluster import (
     DESCRIBE_CLUSTER_REQUEST,
@@ -66,6 +74,9 @@ API_MESSAGES: tuple[tuple[MessageSpec, MessageSpec], ...] = tuple(
             (DELETE_RECORDS_REQUEST, DELETE_RECORDS_RESPONSE),
             (INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
             (OFFSET_FOR_LEADER_EPOCH_REQUEST, OFFSET_FOR_LEADER_EPOCH_RESPONSE),
+            (DESCRIBE_ACLS_REQUEST, DESCRIBE_ACLS_RESPONSE),
+            (CREATE_ACLS_REQUEST, CREATE_ACLS_RESPONSE),
+            (DELETE_ACLS_REQUEST, DELETE_ACLS_RESPONSE),
             (DESCRIBE_CONFIGS_REQUEST, DESCRIBE_CONFIGS_RESPONSE),
             (ALTER_CONFIGS_REQUEST, ALTER_CONFIGS_RESPONSE),
             (DESCRIBE_LOG_DIRS_REQUEST, DESCRIBE_LOG_DIRS_RESPONSE),

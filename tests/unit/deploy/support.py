@@ -82,6 +82,7 @@ def exposition_with_every_child() -> str:
         rm.total_time.observe(0.001)
     metrics.record_error("Produce", "CORRUPT_MESSAGE")
     metrics.client_conversions("Produce", "kafka-python", "2.0.2").inc()
+    metrics.authorization_failures("Produce", "Topic", "Write").inc()
     metrics.flush_recorder.record_flush(0.01)
     metrics.connection_meters(quotas.REASONS, registry.EXPIRY_REASONS)
     return metrics.render().decode()

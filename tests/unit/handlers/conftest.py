@@ -26,6 +26,7 @@ from broker.metrics import BrokerMetrics
 from broker.partition.producer_ids import ProducerIdManager
 from broker.partition.replica_manager import ReplicaManager
 from broker.protocol import decode_response, encode_request
+from broker.security.acl_control import open_acl_control
 from broker.server.dispatch import Dispatcher
 from broker.server.group_commit import GroupCommit
 from tests.aio import run
@@ -35,6 +36,9 @@ class FakeConnection:
     peer = "test"
 
     def __init__(self) -> None:
+        self.principal = "User:ANONYMOUS"
+        self.peer_host = "127.0.0.1"
+        self.listener_name = "PLAINTEXT"
         self.client_software_name: str | None = None
         self.client_software_version: str | None = None
         self.closed = False
@@ -77,6 +81,7 @@ class InProcessBroker:
         )
         self.now_ms = 1_700_000_000_000
         self.group_commit = GroupCommit()
+        self.acl_control = open_acl_control(self.config, self.config.log_dirs[0])
         self.context = BrokerContext(
             config=self.config,
             node_id=0,
@@ -87,6 +92,7 @@ class InProcessBroker:
             meters=self.metrics,
             durability=self.group_commit,
             producer_ids=ProducerIdManager(self.config.log_dirs[0]),
+            acl_control=self.acl_control,
         )
         self.dispatcher = Dispatcher(HandlerRegistry(self.context), self.metrics)
         self.conn = FakeConnection()
@@ -132,6 +138,8 @@ class InProcessBroker:
 
     def close(self) -> None:
         self.group_commit.close()
+        if self.acl_control is not None:
+            self.acl_control.close()
         self.pool.shutdown(wait=True)
         self.log_manager.shutdown()
 

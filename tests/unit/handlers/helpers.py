@@ -27,6 +27,7 @@ from broker.protocol.data import Data
 from broker.protocol.messages import codec_for
 from broker.records.builder import build_v2_batch
 from broker.records.record import SimpleRecord
+from broker.security.acl_control import open_acl_control
 from broker.server.dispatch import Dispatcher
 from broker.server.group_commit import GroupCommit
 from tests.unit.handlers.conftest import FakeConnection, frame_bytes
@@ -47,6 +48,7 @@ class AdminBroker:
         self.replica_manager = ReplicaManager(
             self.log_manager, recorder=self.metrics.validator_recorder, time_ms=self.now_ms
         )
+        self.acl_control = open_acl_control(self.config, self.config.log_dirs[0])
         self.context = BrokerContext(
             config=self.config,
             node_id=self.config.node_id,
@@ -57,6 +59,7 @@ class AdminBroker:
             meters=self.metrics,
             durability=self.group_commit,
             producer_ids=ProducerIdManager(self.log_manager.log_dirs[0]),
+            acl_control=self.acl_control,
         )
         self.dispatcher = Dispatcher(HandlerRegistry(self.context), self.metrics)
         self.connection = FakeConnection()
@@ -98,6 +101,8 @@ class AdminBroker:
             return
         self.closed = True
         self.group_commit.close()
+        if self.acl_control is not None:
+            self.acl_control.close()
         self.log_manager.shutdown()
 
     def __enter__(self) -> AdminBroker:

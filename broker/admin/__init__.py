@@ -1,0 +1,6 @@
+"""Command-line tools that talk to a running broker over the Kafka protocol.
+
+* ``client.py`` -- a small blocking Kafka client (one connection, ApiVersions,
+  request/response with this package's own codecs).
+* ``acls.py`` -- ``broker acls``, kafka-acls.sh's options on top of it.
+"""

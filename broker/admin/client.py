@@ -1,0 +1,136 @@
+"""A small blocking Kafka client for the admin tools: one connection, one request at a time.
+
+::
+
+    with AdminConnection.connect("127.0.0.1:9092") as conn:
+        version = conn.version_for(29)           # highest DescribeAcls version both speak
+        response = conn.call(DescribeAclsRequest(...), version)
+
+It speaks to the bootstrap address only (the broker is a single node), asks
+ApiVersions first (v3, then v0 if the broker answers UNSUPPORTED_VERSION),
+and encodes and decodes with ``broker.protocol``; a response that does not
+arrive within the timeout, or a closed connection, raises
+:class:`AdminClientError`. PLAINTEXT listeners only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import socket
+import struct
+from types import TracebackType
+
+from broker import __version__
+from broker.errors import ErrorCode
+from broker.protocol import API_KEYS, DecodeError, decode_response, encode_request
+from broker.protocol.data import Data
+from broker.protocol.messages import ApiVersionsRequest, codec_for
+
+_SIZE = struct.Struct(">i")
+#: the largest response the client reads (DescribeAcls of many ACLs is a few MB)
+MAX_RESPONSE_BYTES = 100 * 1024 * 1024
+CLIENT_ID = "broker-admin"
+
+
+class AdminClientError(Exception):
+    """The broker could not be reached or answered something unreadable."""
+
+
+def parse_bootstrap(text: str) -> list[tuple[str, int]]:
+    """``host:port[,host:port...]`` (``[v6]:port`` for IPv6 addresses)."""
+    out = []
+    for raw in text.split(","):
+        item = raw.strip()
+        host, sep, port = item.rpartition(":")
+        if not sep or not port.isdigit() or not host:
+            raise AdminClientError(f"expected host:port in the bootstrap servers, got {item!r}")
+        out.append((host.strip("[]"), int(port)))
+    return out
+
+
+class AdminConnection:
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._correlation = itertools.count(1)
+        self.versions: dict[int, tuple[int, int]] = {}
+
+    @classmethod
+    def connect(cls, bootstrap: str, timeout_s: float = 30.0) -> AdminConnection:
+        errors = []
+        for host, port in parse_bootstrap(bootstrap):
+            try:
+                sock = socket.create_connection((host, port), timeout=timeout_s)
+            except OSError as exc:
+                errors.append(f"{host}:{port}: {exc}")
+                continue
+            conn = cls(sock)
+            try:
+                conn._negotiate()
+            except BaseException:
+                conn.close()
+                raise
+            return conn
+        raise AdminClientError("cannot connect to " + "; ".join(errors))
+
+    def _negotiate(self) -> None:
+        request = ApiVersionsRequest(
+            client_software_name="broker-admin", client_software_version=__version__
+        )
+        response = self.call(request, 3)
+        if response.error_code == ErrorCode.UNSUPPORTED_VERSION:
+            response = self.call(ApiVersionsRequest(), 0)
+        if response.error_code != ErrorCode.NONE:
+            raise AdminClientError(f"ApiVersions failed: {ErrorCode(response.error_code).name}")
+        self.versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+
+    def version_for(self, api_key: int) -> int:
+        """The highest version of the API both sides speak."""
+        ours = API_KEYS[api_key]
+        theirs = self.versions.get(api_key)
+        if theirs is None or theirs[0] > ours.max_version or theirs[1] < ours.min_version:
+            raise AdminClientError(f"the broker does not serve {ours.name}")
+        return min(theirs[1], ours.max_version)
+
+    def call(self, request: Data, version: int) -> Data:
+        api_key = codec_for(request).spec.api_key
+        correlation = next(self._correlation)
+        frame = encode_request(version, correlation, CLIENT_ID, request).to_bytes()
+        try:
+            self._sock.sendall(frame)
+            (size,) = _SIZE.unpack(self._read(4))
+            if not 0 < size <= MAX_RESPONSE_BYTES:
+                raise AdminClientError(f"response of {size} bytes")
+            body = self._read(size)
+        except OSError as exc:
+            raise AdminClientError(f"{API_KEYS[api_key].name} failed: {exc}") from exc
+        try:
+            got, response = decode_response(api_key, version, body)
+        except DecodeError as exc:
+            raise AdminClientError(f"unreadable {API_KEYS[api_key].name} response: {exc}") from exc
+        if got != correlation:
+            raise AdminClientError(f"response to request {got}, expected {correlation}")
+        return response
+
+    def _read(self, n: int) -> bytes:
+        chunks = []
+        while n:
+            chunk = self._sock.recv(min(n, 1 << 20))
+            if not chunk:
+                raise AdminClientError("the broker closed the connection")
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __enter__(self) -> AdminConnection:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,107 @@
+"""CreateAcls (key 30), versions 0-3.
+
+Behaviour (``AclApis.handleCreateAcls``, ``AclControlManager.createAcls``):
+- ALTER on the cluster is needed: every creation CLUSTER_AUTHORIZATION_FAILED
+  otherwise. Without an authorizer: every creation SECURITY_DISABLED.
+- Each creation on its own, in request order, INVALID_REQUEST with Kafka's
+  messages for: a CLUSTER resource not named ``kafka-cluster``, an empty
+  name, resource type ANY or UNKNOWN, pattern type other than LITERAL or
+  PREFIXED, operation ANY or UNKNOWN, permission type other than ALLOW or
+  DENY, a principal that is not ``type:name``. DelegationToken and User
+  resources are refused the same way (this broker has no delegation tokens;
+  docs/deviations.md).
+- At most 10000 creations per request are carried out
+  (``MAX_RECORDS_PER_USER_OP``); later ones get POLICY_VIOLATION.
+- The valid ACLs are written to the ACL file in the first log dir (temp file,
+  fsync, rename) and then take effect; the answer comes after that. An ACL
+  that exists already is a success that changes nothing. A write that fails
+  answers KAFKA_STORAGE_ERROR for them and changes nothing.
+
+Version notes:
+- v0: no pattern type (LITERAL). v1+: pattern types. v2+: flexible. v3: user
+  resources (refused here).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from broker.errors import ErrorCode, KafkaError
+from broker.handlers.acl_requests import CLUSTER_DENIED, NO_AUTHORIZER, creation_binding
+from broker.handlers.base import Reply, RequestHandler
+from broker.handlers.context import RequestContext
+from broker.protocol.data import Data
+from broker.protocol.messages import CreateAclsResponse
+from broker.security.acl import AclBinding, AclOperation, check_new_binding
+from broker.security.acl_control import MAX_ACLS_PER_REQUEST, AclControl
+
+log = logging.getLogger(__name__)
+
+_Result = CreateAclsResponse.AclCreationResult
+
+
+class CreateAclsHandler(RequestHandler):
+    API_KEY = 30
+    MIN_VERSION = 0
+    MAX_VERSION = 3
+
+    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+        creations = request.creations
+        if not self.authorize_cluster(ctx, AclOperation.ALTER):
+            return self._all(ctx, len(creations), ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                             CLUSTER_DENIED)  # fmt: skip
+        control = self.broker.acl_control
+        if control is None:
+            return self._all(ctx, len(creations), ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
+        results: list[Data] = []
+        valid: list[tuple[Data, AclBinding]] = []
+        for creation in creations:
+            binding = creation_binding(creation)
+            result = _Result(error_code=ErrorCode.NONE, error_message=None)
+            try:
+                check_new_binding(binding)
+            except KafkaError as exc:
+                result.error_code, result.error_message = exc.code, str(exc)
+            else:
+                if len(valid) < MAX_ACLS_PER_REQUEST:
+                    valid.append((result, binding))
+                else:
+                    result.error_code = ErrorCode.POLICY_VIOLATION
+                    result.error_message = (
+                        "Unable to perform excessively large batch operation: at most "
+                        f"{MAX_ACLS_PER_REQUEST} ACLs can be created by one request."
+                    )
+            results.append(result)
+        response = CreateAclsResponse(results=results)
+        if not valid:
+            return self._counted(ctx, response)
+        return self._create(ctx, control, response, valid)
+
+    async def _create(
+        self,
+        ctx: RequestContext,
+        control: AclControl,
+        response: Data,
+        valid: list[tuple[Data, AclBinding]],
+    ) -> Data:
+        try:
+            await control.create([binding for _, binding in valid])
+        except OSError as exc:
+            log.error("cannot write the ACL file %s: %s", control.store.path, exc)
+            for result, _ in valid:
+                result.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+                result.error_message = f"The ACLs could not be stored: {exc}"
+        return self._counted(ctx, response)
+
+    @staticmethod
+    def _counted(ctx: RequestContext, response: Data) -> Data:
+        for result in response.results:
+            ctx.count_error(result.error_code)
+        return response
+
+    @staticmethod
+    def _all(ctx: RequestContext, n: int, code: ErrorCode, message: str) -> Data:
+        ctx.count_error(code, n)
+        return CreateAclsResponse(
+            results=[_Result(error_code=code, error_message=message) for _ in range(n)]
+        )
