@@ -11,7 +11,15 @@ the worst request of each kind (``tests/abuse/payloads.py``):
     requests waited (goal: no request waits more than 100 ms behind
     another client's);
 (2) the broker's resident memory (VmRSS, and the peak VmHWM) under each
-    attack, against the idle broker.
+    attack, against the idle broker;
+(3) the broker's memory under 2,000 connections each holding the start of a
+    frame (a size prefix announcing 100 MB and 8 header bytes), and under a
+    client that pipelines 300 Fetches with 1 MB answers and never reads them
+    (goal: what grows stays within the receive budget in use plus the
+    per-connection bounds, ``docs/operations.md`` "Connections and memory":
+    16 KiB per connection holding a frame's start, and
+    ``connection.max.inflight.bytes`` (4 MiB here) plus the answers the
+    kernel's socket buffers took for the never-reading client).
 
 The same broker serves every round (topics created before it starts); each
 round is bounded in time.
@@ -21,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import tempfile
 import threading
 import time
@@ -129,3 +138,87 @@ def main(report: Report) -> None:
                 report.value(f"{name}: attack requests answered", sum(sent), "requests")
                 report.value(f"{name}: broker RSS (MB)", status["VmRSS"] / 2**20, "MB")
                 report.value(f"{name}: broker peak RSS so far (MB)", status["VmHWM"] / 2**20, "MB")
+        _memory(tmp, report)
+
+
+#: (3): connections holding a frame's start; the never-reading client's bound
+PARTIAL_CONNECTIONS = 2000
+NEVER_READ_BOUND = 4 << 20
+
+
+def _settled_rss(pid: int) -> int:
+    last = _status(pid)["VmRSS"]
+    for _ in range(25):
+        time.sleep(0.2)
+        now = _status(pid)["VmRSS"]
+        if abs(now - last) < 256 * 1024:
+            return now
+        last = now
+    return last
+
+
+def _memory(tmp: Path, report: Report) -> None:
+    import resource
+    import struct
+
+    from broker.protocol import encode_request
+    from tests.integration.netutil import produce
+    from tests.integration.wire import fetch_request
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(
+        resource.RLIMIT_NOFILE, (min(hard, max(soft, 3 * PARTIAL_CONNECTIONS)), hard)
+    )
+    create_topics_on_disk(tmp / "memory", {"big": (1, {})})
+    settings = {"connection.max.inflight.bytes": str(NEVER_READ_BOUND)}
+    with broker(tmp, "memory", **settings) as (port, server):
+        pid = server.proc.pid
+        with RawClient(port) as c:
+            for _ in range(10):
+                produce(c, "big", [bytes([i]) * 10_000 for i in range(10)])
+        base = _settled_rss(pid)
+        frames = b"".join(
+            encode_request(
+                3, i, "never-reads", fetch_request("big", 0, 0, max_bytes=1 << 20)
+            ).to_bytes()
+            for i in range(300)
+        )
+        with socket.socket() as hog:
+            hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            hog.connect(("127.0.0.1", port))
+            hog.sendall(frames)
+            time.sleep(1.0)
+            grown = _settled_rss(pid) - base
+        report.value("RSS growth, a never-reading client (MB)", grown / 2**20, "MB")
+        report.ratio(
+            "  against connection.max.inflight.bytes (4 MiB) + 8 MiB kernel-taken answers",
+            grown,
+            NEVER_READ_BOUND + (8 << 20),
+            goal="<= 1x",
+            ok=grown <= NEVER_READ_BOUND + (8 << 20),
+        )
+        base = _settled_rss(pid)
+        head = struct.pack(">ihhi", 104_857_000, 0, 9, 1)
+        socks = []
+        try:
+            for i in range(PARTIAL_CONNECTIONS):
+                s = socket.create_connection(("127.0.0.1", port))
+                socks.append(s)
+                s.sendall(head)
+                if i % 256 == 255:
+                    time.sleep(0.05)  # let the broker accept (listen backlog 511)
+            grown = _settled_rss(pid) - base
+        finally:
+            for s in socks:
+                s.close()
+        goal = PARTIAL_CONNECTIONS * 16 * 1024
+        report.value(
+            "RSS growth, 2,000 connections holding a frame start (MB)", grown / 2**20, "MB"
+        )
+        report.ratio(
+            "  against their 16 KiB first buffers",
+            grown,
+            goal,
+            goal="<= 1.5x",
+            ok=grown <= 1.5 * goal,
+        )
