@@ -33,6 +33,8 @@ from pathlib import Path
 
 from broker import __version__
 from broker.config import BrokerConfig, parse_overrides, parse_properties
+from broker.coordinator.group.config import GroupConfig
+from broker.coordinator.group.coordinator import GroupCoordinator
 from broker.errors import InvalidConfigError
 from broker.handlers.context import BrokerContext, Endpoint
 from broker.handlers.registry import HandlerRegistry
@@ -116,6 +118,7 @@ class BrokerApp:
         self._stopping = asyncio.Event()
         self._offload_pool: concurrent.futures.ThreadPoolExecutor | None = None
         self.replica_manager: ReplicaManager | None = None
+        self.groups: GroupCoordinator | None = None
 
     # ---- start ----------------------------------------------------------------------------
 
@@ -171,6 +174,12 @@ class BrokerApp:
         queued = int(cfg.get("queued.max.request.bytes"))
         budget = InflightBudget(queued if queued > 0 else DEFAULT_BROKER_INFLIGHT)
 
+        # consumer groups: loads an existing __consumer_offsets in the background
+        self.groups = GroupCoordinator(
+            GroupConfig.from_broker(cfg), replica_manager, self.group_commit, wall_ms
+        )
+        self.groups.startup()
+
         # the advertised address needs the bound port when listeners asks for port 0
         broker = BrokerContext(
             config=cfg,
@@ -182,6 +191,7 @@ class BrokerApp:
             meters=self.meters,
             durability=self.group_commit,
             producer_ids=producer_ids,
+            groups=self.groups,
         )
         dispatcher = Dispatcher(HandlerRegistry(broker), self.meters)
 
@@ -308,6 +318,10 @@ class BrokerApp:
         # the requests it already took are written
         for conn in list(self.connections):
             conn.close()
+        if self.groups is not None:
+            # parked joins and syncs are answered now (NOT_COORDINATOR), so the connections
+            # holding them can close; commits waiting for their fsync end
+            await self.groups.shutdown()
         deadline = time.monotonic() + int(self.config.get("shutdown.timeout.ms")) / 1000
         while self.connections and time.monotonic() < deadline:
             await asyncio.sleep(0.01)

@@ -9,8 +9,8 @@ small protocols below; the app hands the real objects in.
   values Kafka's ``RequestChannel.Request`` accumulates (error counts for
   ``ErrorsPerSec``, conversion time and temporary memory).
 * :class:`BrokerContext` -- configuration, partitions, logs, meters, the
-  durability waiter (acks=all group commit), the producer-id allocator and
-  the advertised address, shared by every handler.
+  durability waiter (acks=all group commit), the producer-id allocator, the
+  group coordinator and the advertised address, shared by every handler.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from broker.config import BrokerConfig
+from broker.coordinator.group.coordinator import GroupCoordinator
 from broker.errors import ErrorCode
 from broker.log.manager import LogManager
 from broker.log.unified_log import UnifiedLog
@@ -128,6 +129,8 @@ class BrokerContext:
     producer_ids: ProducerIdAllocator
     #: filled by the registry once every handler exists (ApiVersions needs it)
     registry: HandlerRegistry | None = None
+    #: the group coordinator; None: groups are not served (COORDINATOR_NOT_AVAILABLE)
+    groups: GroupCoordinator | None = None
 
 
 @dataclass

@@ -11,6 +11,10 @@ Behaviour:
   answered in full at once (Kafka answers LEADER_NOT_AVAILABLE and lets the
   client retry while its controller creates it; see docs/deviations.md).
 - An illegal topic name gets INVALID_TOPIC_EXCEPTION for that topic.
+- ``__consumer_offsets`` is listed like any topic with is_internal true (v1+),
+  as Kafka's ``MetadataCache`` lists it; asked for by name before it exists,
+  it is created as the group coordinator creates it (offsets.topic.* and a
+  compacted log), never with num.partitions.
 - v10+ topic ids: a topic requested by id only (v12) is looked up by id;
   an unknown id gets UNKNOWN_TOPIC_ID.
 - Authorized operations are not computed (no ACLs): Kafka's "not requested"
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import uuid
 
+from broker.coordinator.group.coordinator import is_internal_topic
 from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
@@ -82,11 +87,16 @@ class MetadataHandler(RequestHandler):
                     error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id
                 )
             name = found
+        internal = is_internal_topic(name)
         if rm.partition_count(name) is None:
             if not allow_auto:
                 return self._error_topic(ctx, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             try:
-                rm.create_topic(name, int(broker.config.get("num.partitions")))
+                if internal and broker.groups is not None:
+                    # created as the coordinator creates it (partitions, compaction)
+                    broker.groups.ensure_topic()
+                else:
+                    rm.create_topic(name, int(broker.config.get("num.partitions")))
             except KafkaError as exc:
                 return self._error_topic(ctx, name, exc.code)
         node = broker.node_id
@@ -108,7 +118,7 @@ class MetadataHandler(RequestHandler):
             error_code=ErrorCode.NONE,
             name=name,
             topic_id=uuid.UUID(bytes=tid) if tid else ZERO_UUID,
-            is_internal=False,
+            is_internal=internal,
             partitions=partitions,
         )
 
