@@ -110,13 +110,13 @@ _CHILD = """
 import sys, time
 from confluent_kafka import Consumer
 c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
-              "session.timeout.ms": %d, "heartbeat.interval.ms": 300,
+              "session.timeout.ms": int(sys.argv[4]), "heartbeat.interval.ms": 300,
               "auto.offset.reset": "earliest", "enable.auto.commit": False})
 c.subscribe([sys.argv[3]])
 deadline = time.monotonic() + 60
 while time.monotonic() < deadline:
     c.poll(0.1)
-""" % SESSION_MS
+"""
 
 
 def test_confluent_three_consumers_share_twelve_partitions(broker):
@@ -127,7 +127,7 @@ def test_confluent_three_consumers_share_twelve_partitions(broker):
     c0.subscribe([topic])
     c1.subscribe([topic])
     child = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, broker.bootstrap, group, topic],
+        [sys.executable, "-c", _CHILD, broker.bootstrap, group, topic, str(SESSION_MS)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -318,12 +318,17 @@ def test_aiokafka_subscribe_and_commit(broker):
 def test_kcat_balanced_consumer(broker, tmp_path: Path):
     topic = make_topic(broker.bootstrap, 3, 4)
     group = f"kcat-{uuid.uuid4().hex[:6]}"
+    settings = [
+        "auto.offset.reset=earliest",
+        f"session.timeout.ms={SESSION_MS}",
+        "enable.auto.commit=true",
+        "auto.commit.interval.ms=100",
+    ]
+    args = ["kcat", "-b", broker.bootstrap, "-G", group]
+    for setting in settings:
+        args += ["-X", setting]
     out = subprocess.run(
-        [
-            "kcat", "-b", broker.bootstrap, "-G", group, "-X", "auto.offset.reset=earliest",
-            "-X", f"session.timeout.ms={SESSION_MS}", "-X", "enable.auto.commit=true",
-            "-X", "auto.commit.interval.ms=100", "-e", "-q", "-f", "%p:%o\\n", topic,
-        ],  # fmt: skip
+        [*args, "-e", "-q", "-f", "%p:%o\\n", topic],
         capture_output=True,
         timeout=TIMEOUT,
         check=True,

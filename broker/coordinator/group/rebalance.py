@@ -30,7 +30,7 @@ from broker.coordinator.group.classic_group import (
     reset_assignments,
 )
 from broker.coordinator.group.config import GroupConfig
-from broker.coordinator.group.errors import append_error_to_response_error
+from broker.coordinator.group.errors import append_error_to_response_error, unknown_member
 from broker.coordinator.group.member import EMPTY_ASSIGNMENT, ClassicGroupMember
 from broker.coordinator.group.records import Record, group_metadata_record
 from broker.coordinator.group.timer import CoordinatorTimer
@@ -95,14 +95,12 @@ class RebalanceOps:
         return group
 
     def get_or_create_group(self, group_id: str, create_if_missing: bool) -> ClassicGroup:
-        """``getOrMaybeCreateClassicGroup``: GROUP_ID_NOT_FOUND when absent and not created."""
-        from broker.coordinator.group.errors import group_id_not_found
-
+        """``getOrMaybeCreateClassicGroup``: UNKNOWN_MEMBER_ID when absent and not created."""
         group = self.groups.get(group_id)
         if group is not None:
             return group
         if not create_if_missing:
-            raise group_id_not_found(group_id)
+            raise unknown_member(f"Classic group {group_id} not found.")
         return self.new_group(group_id)
 
     def remove_group(self, group_id: str) -> None:
