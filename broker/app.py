@@ -40,7 +40,7 @@ from broker.handlers.context import BrokerContext, Endpoint
 from broker.handlers.registry import HandlerRegistry
 from broker.log.errors import LogDirLockedError
 from broker.log.manager import LogManager
-from broker.metrics import BrokerMetrics, LogSample, NullMetrics
+from broker.metrics import BrokerMetrics, GroupSample, LogSample, NullMetrics
 from broker.partition.partition import OffloadResult
 from broker.partition.producer_ids import ProducerIdManager
 from broker.partition.replica_manager import ReplicaManager
@@ -179,6 +179,7 @@ class BrokerApp:
             GroupConfig.from_broker(cfg), replica_manager, self.group_commit, wall_ms
         )
         self.groups.startup()
+        self.metrics.group_provider = self._group_sample
 
         # the advertised address needs the bound port when listeners asks for port 0
         broker = BrokerContext(
@@ -252,6 +253,25 @@ class BrokerApp:
 
     def _log_samples(self) -> list[LogSample]:
         return [LogSample(*s) for s in self.log_manager.log_stats()]
+
+    def _group_sample(self) -> GroupSample:
+        groups, rm = self.groups, self.replica_manager
+        assert groups is not None and rm is not None
+        lags = []
+        for group, topic, partition, committed in sorted(groups.committed_offsets()):
+            p = rm.get_partition(topic, partition)
+            if p is not None:
+                lags.append((group, topic, partition, max(p.log.high_watermark - committed, 0)))
+        meters = groups.meters
+        return GroupSample(
+            groups_by_state=groups.groups_by_state(),
+            members=groups.num_members(),
+            completed_rebalances=meters.completed_rebalances,
+            rebalance_seconds=meters.rebalance_ms_total / 1000,
+            offset_commits=groups.offset_commits(),
+            offsets_expired=sum(s.offsets.expired for s in groups.shards.values()),
+            lags=lags,
+        )
 
     def _on_close(self, conn: Connection) -> None:
         if conn in self.connections:
