@@ -23,6 +23,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "Print .log, .index, .timeindex and .snapshot files as kafka-dump-log.sh does.",
     ),
     (
+        "groups",
+        "broker.groups_cli",
+        "List, describe, delete consumer groups and reset their offsets (kafka-consumer-groups).",
+    ),
+    (
         "pipeline",
         "broker.spark.cli",
         "Audit, export or convert log dirs with Spark (needs the 'spark' extra).",

@@ -339,3 +339,57 @@ def test_kcat_balanced_consumer(broker, tmp_path: Path):
     got = check.committed([CTopicPartition(topic, p) for p in range(3)], TIMEOUT)
     check.close()
     assert [tp.offset for tp in got] == [4, 4, 4]
+
+
+def _cli(broker: BrokerProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "broker", "groups", "--bootstrap-server", broker.bootstrap, *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+
+
+def test_groups_cli_list_describe_reset_delete(broker):
+    topic = make_topic(broker.bootstrap, 2, 10)
+    group = f"cli-{uuid.uuid4().hex[:6]}"
+    c = confluent(broker.bootstrap, group)
+    c.subscribe([topic])
+    _consume(c, 20)
+    c.commit(asynchronous=False)
+    described = _cli(broker, "describe", "--group", group)
+    assert described.returncode == 0, described.stderr
+    lines = described.stdout.split("\n")
+    assert lines[0].split() == [
+        "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+        "CONSUMER-ID", "HOST", "CLIENT-ID",
+    ]  # fmt: skip
+    rows = [line.split() for line in lines[1:] if line.strip()]
+    assert [r[:6] for r in rows] == [
+        [group, topic, "0", "10", "10", "0"],
+        [group, topic, "1", "10", "10", "0"],
+    ]
+    assert group in _cli(broker, "list").stdout.split()
+    # an active group cannot be reset
+    busy = _cli(broker, "reset-offsets", "--group", group, "--all-topics", "--to-earliest")
+    assert busy.returncode == 1 and "is inactive" in busy.stderr
+    c.close()
+    dry = _cli(broker, "reset-offsets", "--group", group, "--topic", topic, "--shift-by", "-3")
+    assert dry.returncode == 0, dry.stderr
+    assert [r.split()[2:] for r in dry.stdout.split("\n")[1:] if r.strip()] == [
+        ["0", "7"],
+        ["1", "7"],
+    ]
+    executed = _cli(
+        broker, "reset-offsets", "--group", group, "--topic", f"{topic}:1", "--to-earliest",
+        "--execute",
+    )  # fmt: skip
+    assert executed.returncode == 0, executed.stderr
+    check = confluent(broker.bootstrap, group)
+    got = check.committed([CTopicPartition(topic, p) for p in range(2)], TIMEOUT)
+    check.close()
+    assert [tp.offset for tp in got] == [10, 0]
+    deleted = _cli(broker, "delete", "--group", group)
+    assert deleted.returncode == 0 and "successful" in deleted.stdout
+    assert "does not exist" in _cli(broker, "describe", "--group", group).stdout
