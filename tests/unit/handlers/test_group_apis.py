@@ -293,3 +293,36 @@ def test_metadata_by_name_creates_the_internal_topic_as_the_coordinator(gbroker)
         9,
     )
     assert len(resp.topics[0].partitions) == 4 and resp.topics[0].is_internal
+
+
+def test_dump_log_offsets_decoder(gbroker):
+    from tests.unit.log.test_dump import run_dump
+
+    group = "dumped"
+    joined = run(_join_async(gbroker, 3, group=group))
+    gbroker.call(
+        SyncGroupRequest(
+            group_id=group,
+            generation_id=joined.generation_id,
+            member_id=joined.member_id,
+            assignments=[
+                SyncGroupRequest.SyncGroupRequestAssignment(
+                    member_id=joined.member_id, assignment=b"x"
+                )
+            ],
+        ),
+        3,
+    )
+    _commit(gbroker, 8, 42, group=group, member_id=joined.member_id, generation=1)
+    index = gbroker.groups.partition_for(group)
+    log = gbroker.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, index).log
+    segment = log.segments[0].log.path
+    status, out, err = run_dump("--files", str(segment), "--offsets-decoder")
+    assert status == 0, err
+    lines = [line for line in out.splitlines() if line.startswith("| offset:")]
+    assert 'key: {"type":"2","data":{"group":"dumped"}} payload: {"version":"3","data":' in lines[0]
+    assert '"protocolType":"consumer","generation":1' in lines[1]
+    assert (
+        'key: {"type":"1","data":{"group":"dumped","topic":"t","partition":0}} '
+        'payload: {"version":"3","data":{"offset":42,"leaderEpoch":-1,"metadata":"",'
+    ) in lines[2]
