@@ -13,6 +13,7 @@ OffsetCommitValue v3, or v1 when the commit carries an expire timestamp
 
 from __future__ import annotations
 
+import struct
 from typing import NamedTuple
 
 from broker.group_records.schema import (
@@ -249,19 +250,36 @@ def encode_value(record_type: int, version: int, value: Message) -> bytes:
     return version.to_bytes(2, "big") + schemas[1].write(value, version)
 
 
+def _str16(text: str) -> bytes:
+    raw = text.encode("utf-8")
+    if len(raw) > 32767:
+        raise GroupRecordError(f"string of {len(raw)} bytes is too long")
+    return len(raw).to_bytes(2, "big") + raw
+
+
+_KEY_HEAD = OFFSET_COMMIT_TYPE.to_bytes(2, "big")
+_V3_HEAD = struct.Struct(">hqi")
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+
+
 def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
-    return encode_key(OFFSET_COMMIT_TYPE, {"group": group, "topic": topic, "partition": partition})
+    """OffsetCommitKey v1, packed directly (the commit hot path; the schema writes the same)."""
+    return _KEY_HEAD + _str16(group) + _str16(topic) + _INT32.pack(partition)
 
 
 def offset_commit_value(
     offset: int, leader_epoch: int, metadata: str, commit_timestamp: int, expire_timestamp: int
 ) -> bytes:
-    """``newOffsetCommitRecord``'s value: v1 with an expire timestamp, else v3."""
-    version = (
-        OFFSET_COMMIT_VALUE_VERSION
-        if expire_timestamp == -1
-        else OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY
-    )
+    """``newOffsetCommitRecord``'s value: v1 with an expire timestamp, else v3 (packed
+    directly: the commit hot path; the schema writes the same bytes)."""
+    if expire_timestamp == -1:
+        return (
+            _V3_HEAD.pack(OFFSET_COMMIT_VALUE_VERSION, offset, leader_epoch)
+            + _str16(metadata)
+            + _INT64.pack(commit_timestamp)
+        )
+    version = OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY
     return encode_value(
         OFFSET_COMMIT_TYPE,
         version,

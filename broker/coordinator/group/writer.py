@@ -1,9 +1,10 @@
 """Appends a shard's records to its ``__consumer_offsets`` partition, then says when they hold.
 
-One write is one v2 batch (uncompressed, CreateTime = now) appended through
-the partition like any produce (``Partition.append_records_as_leader``:
-validated, offsets assigned, written). With ``offsets.commit.required.acks``
--1 (Kafka's default) the write holds once an fsync covers it, through the
+One write is one v2 batch (uncompressed, CreateTime = now) that the
+partition builds at its log end offset and appends
+(``Partition.append_built_batch``, Kafka's coordinator-origin append). With
+``offsets.commit.required.acks`` -1 (Kafka's default) the write holds once
+an fsync covers it, through the
 broker's group commit as acks=all produce requests (and, like them, at once
 with ``acks.all.fsync=false``); with 1 once appended. The callback gets
 NONE, or the error Kafka's coordinator would see: the append's, or
@@ -24,13 +25,9 @@ from broker.coordinator.group.records import Record
 from broker.errors import ErrorCode, KafkaError
 from broker.log.unified_log import UnifiedLog
 from broker.partition.replica_manager import ReplicaManager
-from broker.records.builder import build_v2_batch
 from broker.records.record import SimpleRecord
 
 log = logging.getLogger(__name__)
-
-#: the produce version the coordinator's batches are validated as (magic 2)
-_PRODUCE_VERSION = 11
 
 
 class Durability(Protocol):
@@ -64,9 +61,10 @@ class RecordWriter:
             done(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             return
         now = self._time_ms()
-        built = build_v2_batch(SimpleRecord(timestamp=now, key=k, value=v) for k, v in records)
         try:
-            outcome = partition.append_records_as_leader(memoryview(built.buffer), _PRODUCE_VERSION)
+            last_offset = partition.append_built_batch(
+                [SimpleRecord(timestamp=now, key=k, value=v) for k, v in records]
+            )
         except KafkaError as exc:
             log.warning("appending to %s failed: %s", partition, exc)
             done(exc.code)
@@ -80,7 +78,7 @@ class RecordWriter:
             done(ErrorCode.NONE)
             return
         waiting = self._durability.wait_flushed(
-            [(partition.log, outcome.last_offset + 1)], self._config.offset_commit_timeout_ms / 1000
+            [(partition.log, last_offset + 1)], self._config.offset_commit_timeout_ms / 1000
         )
         task = asyncio.ensure_future(self._after_flush(waiting, done))
         self._waits.add(task)

@@ -141,3 +141,13 @@ def test_java_string_hash_code():
     assert partition_for("hello", 50) == 99162322 % 50
     # UTF-16 code units: a character outside the BMP counts as two
     assert java_string_hash("\U0001f600") == 1772899
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.text(max_size=10), st.text(max_size=10), st.integers(0, 2**31 - 1), st.text(max_size=10))
+def test_packed_offset_commit_records_are_the_schemas_bytes(group, topic, partition, metadata):
+    assert offset_commit_key(group, topic, partition) == encode_key(
+        1, {"group": group, "topic": topic, "partition": partition}
+    )
+    value = {"offset": 5, "leaderEpoch": 2, "metadata": metadata, "commitTimestamp": 9}
+    assert offset_commit_value(5, 2, metadata, 9, -1) == encode_value(1, 3, value)
