@@ -40,7 +40,7 @@ import functools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import NamedTuple, TypeVar, cast
 
-from broker.errors import KafkaError, UnknownTopicOrPartitionError
+from broker.errors import KafkaError, RecordTooLargeError, UnknownTopicOrPartitionError
 from broker.log.unified_log import UnifiedLog
 from broker.partition.producer_append import check_producer_batches
 from broker.records.builder import build_v2_batch
@@ -189,6 +189,13 @@ class Partition:
             base_offset=log.log_end_offset,
             partition_leader_epoch=self.leader_epoch,
         )
+        limit = log.config.max_message_bytes
+        if len(built.buffer) > limit:
+            # the validator's check (LogValidator / UnifiedLog.analyzeAndValidateRecords)
+            raise RecordTooLargeError(
+                f"The batch of {len(built.buffer)} bytes for {self._name} is larger than "
+                f"max.message.bytes ({limit})"
+            )
         appended = log.append(built.buffer)
         if self._append_listeners:
             self._notify_appended()

@@ -44,6 +44,10 @@ from broker.protocol.messages import (
 
 log = logging.getLogger(__name__)
 
+#: members of one group given an id but not joined with it yet (KIP-394), at most;
+#: Kafka keeps any number (docs/deviations.md)
+MAX_PENDING_MEMBERS = 10_000
+
 
 @dataclass(frozen=True)
 class Caller:
@@ -160,6 +164,14 @@ class ClassicGroupManager(RebalanceOps):
             else:
                 self._add_member(caller, request, group, new_member_id, reply)
         elif requires_known_member_id(caller.api_version):
+            if len(group.pending_join_members) >= MAX_PENDING_MEMBERS:
+                # a flood of joins without member ids would keep a timer each for a session
+                reply.complete(
+                    JoinGroupResponse(
+                        member_id=UNKNOWN_MEMBER_ID, error_code=ErrorCode.GROUP_MAX_SIZE_REACHED
+                    )
+                )
+                return
             group.add_pending_member(new_member_id)
             group_id = group.group_id
             self.timer.schedule(

@@ -8,6 +8,7 @@ them, so every step of a rebalance is visible.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections.abc import Callable
 from typing import Any
@@ -55,13 +56,18 @@ class Clock:
 
 
 class ManualTimer:
+    """Keyed timers run in deadline order (then scheduling order) when time advances."""
+
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
         self.tasks: dict[str, tuple[int, int, Callable[[], None]]] = {}
+        self._heap: list[tuple[int, int, str]] = []
         self._seq = itertools.count()
 
     def schedule(self, key: str, delay_ms: int, operation: Callable[[], None]) -> None:
-        self.tasks[key] = (self.clock.now + delay_ms, next(self._seq), operation)
+        entry = (self.clock.now + delay_ms, next(self._seq), operation)
+        self.tasks[key] = entry
+        heapq.heappush(self._heap, (entry[0], entry[1], key))
 
     def cancel(self, key: str) -> None:
         self.tasks.pop(key, None)
@@ -74,14 +80,14 @@ class ManualTimer:
 
     def advance(self, ms: int) -> None:
         target = self.clock.now + ms
-        while True:
-            due = [(d, s, k) for k, (d, s, _) in self.tasks.items() if d <= target]
-            if not due:
-                break
-            deadline, _, key = min(due)
-            _, _, operation = self.tasks.pop(key)
+        while self._heap and self._heap[0][0] <= target:
+            deadline, seq, key = heapq.heappop(self._heap)
+            current = self.tasks.get(key)
+            if current is None or current[1] != seq:
+                continue  # cancelled or rescheduled since
+            del self.tasks[key]
             self.clock.now = deadline
-            operation()
+            current[2]()
         self.clock.now = target
 
 

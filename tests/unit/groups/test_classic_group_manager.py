@@ -481,3 +481,17 @@ def test_list_and_describe_after_leave_make_the_group_empty():
     group = ctx.group()
     group.validate_delete_group()  # an empty group may be deleted
     assert group.protocol_type == "consumer"
+
+
+def test_a_flood_of_joins_without_member_ids_is_bounded():
+    import broker.coordinator.group.classic as classic
+
+    ctx = Context()
+    for _ in range(classic.MAX_PENDING_MEMBERS):
+        assert ctx.join(session_ms=6000).value.error_code == ErrorCode.MEMBER_ID_REQUIRED
+    assert ctx.join().value.error_code == ErrorCode.GROUP_MAX_SIZE_REACHED
+    assert len(ctx.timer.tasks) == classic.MAX_PENDING_MEMBERS
+    # their sessions end: the pending members and their timers go
+    ctx.timer.advance(6000)
+    assert not ctx.group().pending_join_members and not ctx.timer.tasks
+    assert ctx.join().value.error_code == ErrorCode.MEMBER_ID_REQUIRED

@@ -326,3 +326,44 @@ def test_dump_log_offsets_decoder(gbroker):
         'key: {"type":"1","data":{"group":"dumped","topic":"t","partition":0}} '
         'payload: {"version":"3","data":{"offset":42,"leaderEpoch":-1,"metadata":"",'
     ) in lines[2]
+
+
+def test_oversized_member_metadata_fails_the_sync_not_the_broker(gbroker):
+    big = JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"x" * 2_000_000)
+
+    async def scenario():
+        request = JoinGroupRequest(
+            group_id="big",
+            session_timeout_ms=10_000,
+            rebalance_timeout_ms=10_000,
+            member_id="",
+            protocol_type="consumer",
+            protocols=[big],
+        )
+        return await gbroker.call_async(request, 3)
+
+    joined = run(scenario())
+    assert joined.error_code == ErrorCode.NONE
+    sync = gbroker.call(
+        SyncGroupRequest(
+            group_id="big",
+            generation_id=joined.generation_id,
+            member_id=joined.member_id,
+            assignments=[],
+        ),
+        3,
+    )
+    # the group record exceeds max.message.bytes of __consumer_offsets: Kafka's
+    # MESSAGE_TOO_LARGE -> UNKNOWN_SERVER_ERROR mapping, and nothing is written
+    assert sync.error_code == ErrorCode.UNKNOWN_SERVER_ERROR
+    index = gbroker.groups.partition_for("big")
+    log = gbroker.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, index).log
+    assert log.size < 1000
+
+
+def test_list_groups_with_an_unknown_state_lists_none(gbroker):
+    _commit(gbroker, 8, 1, group="simple")
+    assert [
+        g.group_id for g in gbroker.call(ListGroupsRequest(states_filter=["Empty"]), 4).groups
+    ] == ["simple"]
+    assert gbroker.call(ListGroupsRequest(states_filter=["Bogus"]), 4).groups == []
