@@ -73,10 +73,7 @@ class GroupCoordinator:
         self.writer = RecordWriter(replica_manager, durability, config, time_ms)
         self.meters = GroupMeters()
         self.shards: dict[int, Shard] = {}
-        self.num_partitions = (
-            replica_manager.partition_count(GROUP_METADATA_TOPIC_NAME)
-            or config.offsets_topic_num_partitions
-        )
+        self.num_partitions = config.offsets_topic_num_partitions
         self._load_task: asyncio.Task[None] | None = None
 
     # ---- start and stop ----------------------------------------------------------------------
@@ -93,11 +90,19 @@ class GroupCoordinator:
 
     def startup(self) -> None:
         """Load an existing ``__consumer_offsets`` in the background (on the running loop)."""
-        if self.replica_manager.partition_count(GROUP_METADATA_TOPIC_NAME) is not None:
-            for index in range(self.num_partitions):
-                self.shards[index] = self._new_shard(index)
-            self._load_task = asyncio.ensure_future(self._load_all())
+        self._maybe_load_existing()
         self._schedule_expiration()
+
+    def _maybe_load_existing(self) -> bool:
+        """Shards for a ``__consumer_offsets`` that exists and has none yet, loading."""
+        count = self.replica_manager.partition_count(GROUP_METADATA_TOPIC_NAME)
+        if count is None or self.shards:
+            return False
+        self.num_partitions = count
+        for index in range(count):
+            self.shards[index] = self._new_shard(index)
+        self._load_task = asyncio.ensure_future(self._load_all())
+        return True
 
     async def _load_all(self) -> None:
         for index, shard in sorted(self.shards.items()):
@@ -146,6 +151,9 @@ class GroupCoordinator:
         """Create ``__consumer_offsets`` if it does not exist yet (its shards start empty)."""
         rm = self.replica_manager
         if rm.partition_count(GROUP_METADATA_TOPIC_NAME) is not None:
+            # created before this coordinator knew it (a start without startup(), an
+            # admin's CreateTopics): loaded now, COORDINATOR_LOAD_IN_PROGRESS meanwhile
+            self._maybe_load_existing()
             return
         rm.create_topic(
             GROUP_METADATA_TOPIC_NAME,

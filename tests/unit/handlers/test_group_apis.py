@@ -367,3 +367,28 @@ def test_list_groups_with_an_unknown_state_lists_none(gbroker):
         g.group_id for g in gbroker.call(ListGroupsRequest(states_filter=["Empty"]), 4).groups
     ] == ["simple"]
     assert gbroker.call(ListGroupsRequest(states_filter=["Bogus"]), 4).groups == []
+
+
+def test_an_existing_topic_is_loaded_at_the_first_lookup(tmp_path):
+    data = tmp_path / "data"
+    first = InProcessBroker(data, **SETTINGS)
+    first.replica_manager.create_topic("t", 3)
+    try:
+        _commit(first, 8, 9)
+    finally:
+        first.close()
+    # a coordinator that was not started finds the topic when a request needs it
+    second = InProcessBroker(data, **{**SETTINGS, "offsets_topic_num_partitions": "50"})
+    try:
+
+        async def lookup():
+            early = _fetch_v1(second)
+            await second.groups.wait_loaded()
+            return early
+
+        assert run(lookup())[0][2] == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        # the topic's own partition count routes groups, not the configured 50
+        assert second.groups.num_partitions == 4
+        assert _fetch_v1(second) == [(0, 9, 0), (1, -1, 0)]
+    finally:
+        second.close()
