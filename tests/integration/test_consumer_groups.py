@@ -224,34 +224,62 @@ def _committed_after_load(c: Consumer, topic: str) -> list[tuple[int, int]]:
                 raise
 
 
+_STATIC_CHILD = """
+import sys, time
+from confluent_kafka import Consumer
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+              "group.instance.id": sys.argv[4], "session.timeout.ms": 10000,
+              "heartbeat.interval.ms": 300, "auto.offset.reset": "earliest",
+              "enable.auto.commit": False})
+c.subscribe([sys.argv[3]])
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    c.poll(0.1)
+"""
+
+
 def test_static_members_rejoin_without_a_rebalance(broker):
     topic = make_topic(broker.bootstrap, 4, 1)
     group = f"static-{uuid.uuid4().hex[:6]}"
-    revoked: list[str] = []
+    revoked: list[int] = []
+    b = confluent(
+        broker.bootstrap, group, **{"group.instance.id": "b", "session.timeout.ms": 10_000}
+    )
+    b.subscribe([topic], on_revoke=lambda _c, parts: revoked.append(len(parts)))
 
-    def member(instance: str) -> Consumer:
-        c = confluent(
-            broker.bootstrap,
-            group,
-            **{"group.instance.id": instance, "session.timeout.ms": 10_000},
+    def start_a() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, "-c", _STATIC_CHILD, broker.bootstrap, group, topic, "a"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
-        c.subscribe([topic], on_revoke=lambda _c, _p: revoked.append(instance))
-        return c
 
-    a, b = member("a"), member("b")
-    poll_until([a, b], lambda: covers_once(assignments(broker.bootstrap, group), 2, 4))
-    before = assignments(broker.bootstrap, group)
-    # a static member's close does not leave the group (KIP-345); it comes back as itself
-    a.close()
-    revoked.clear()
-    a = member("a")
-    poll_until([a, b], lambda: len(a.assignment()) == 2)
-    for _ in range(20):
-        b.poll(0.05)
-    assert assignments(broker.bootstrap, group) == before
-    assert "b" not in revoked
-    a.close()
-    b.close()
+    a = start_a()
+    try:
+        poll_until([b], lambda: covers_once(assignments(broker.bootstrap, group), 2, 4))
+        before = assignments(broker.bootstrap, group)
+        members_before = _member_ids(broker.bootstrap, group)
+        revoked.clear()
+        # the process of static member "a" dies and comes back within its session (10 s):
+        # it rejoins under its instance id, gets its partitions back, and nobody rebalances
+        a.kill()
+        a.wait(TIMEOUT)
+        a = start_a()
+        poll_until([b], lambda: _member_ids(broker.bootstrap, group) - members_before != set())
+        for _ in range(20):
+            b.poll(0.05)
+        assert assignments(broker.bootstrap, group) == before
+        assert revoked == []
+    finally:
+        a.kill()
+        a.wait(TIMEOUT)
+        b.close()
+
+
+def _member_ids(bootstrap: str, group: str) -> set[str]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    desc = admin.describe_consumer_groups([group])[group].result(TIMEOUT)
+    return {m.member_id for m in desc.members}
 
 
 def test_kafka_python_subscribe_and_commit(broker):
