@@ -36,12 +36,14 @@ from pathlib import Path
 
 from broker import __version__
 from broker.config import BrokerConfig, parse_host_counts, parse_overrides, parse_properties
+from broker.coordinator.group.config import GroupConfig
+from broker.coordinator.group.coordinator import GroupCoordinator
 from broker.errors import InvalidConfigError
 from broker.handlers.context import BrokerContext, Endpoint
 from broker.handlers.registry import HandlerRegistry
 from broker.log.errors import LogDirLockedError
 from broker.log.manager import LogManager
-from broker.metrics import BrokerMetrics, ConnectionSample, LogSample, NullMetrics
+from broker.metrics import BrokerMetrics, ConnectionSample, GroupSample, LogSample, NullMetrics
 from broker.partition.partition import OffloadResult
 from broker.partition.producer_ids import ProducerIdManager
 from broker.partition.replica_manager import ReplicaManager
@@ -131,6 +133,7 @@ class BrokerApp:
         self._offload_pool: concurrent.futures.ThreadPoolExecutor | None = None
         self.replica_manager: ReplicaManager | None = None
         self.acl_control: AclControl | None = None
+        self.groups: GroupCoordinator | None = None
 
     # ---- start ----------------------------------------------------------------------------
 
@@ -198,6 +201,13 @@ class BrokerApp:
         )
         self.metrics.connection_provider = lambda: ConnectionSample(budget.used, registry.paused())
 
+        # consumer groups: loads an existing __consumer_offsets in the background
+        self.groups = GroupCoordinator(
+            GroupConfig.from_broker(cfg), replica_manager, self.group_commit, wall_ms
+        )
+        self.groups.startup()
+        self.metrics.group_provider = self._group_sample
+
         # the advertised address needs the bound port when listeners asks for port 0
         broker = BrokerContext(
             config=cfg,
@@ -210,6 +220,7 @@ class BrokerApp:
             durability=self.group_commit,
             producer_ids=producer_ids,
             acl_control=acl_control,
+            groups=self.groups,
         )
         dispatcher = Dispatcher(HandlerRegistry(broker), self.meters)
 
@@ -267,6 +278,25 @@ class BrokerApp:
     @property
     def connections(self) -> list[Connection]:
         return self.registry.connections if self.registry is not None else []
+
+    def _group_sample(self) -> GroupSample:
+        groups, rm = self.groups, self.replica_manager
+        assert groups is not None and rm is not None
+        lags = []
+        for group, topic, partition, committed in sorted(groups.committed_offsets()):
+            p = rm.get_partition(topic, partition)
+            if p is not None:
+                lags.append((group, topic, partition, max(p.log.high_watermark - committed, 0)))
+        meters = groups.meters
+        return GroupSample(
+            groups_by_state=groups.groups_by_state(),
+            members=groups.num_members(),
+            completed_rebalances=meters.completed_rebalances,
+            rebalance_seconds=meters.rebalance_ms_total / 1000,
+            offset_commits=groups.offset_commits(),
+            offsets_expired=sum(s.offsets.expired for s in groups.shards.values()),
+            lags=lags,
+        )
 
     # ---- background ticks -------------------------------------------------------------------
 
@@ -328,6 +358,10 @@ class BrokerApp:
         # the requests it already took are written
         for conn in list(self.connections):
             conn.close()
+        if self.groups is not None:
+            # parked joins and syncs are answered now (NOT_COORDINATOR), so the connections
+            # holding them can close; commits waiting for their fsync end
+            await self.groups.shutdown()
         deadline = time.monotonic() + int(self.config.get("shutdown.timeout.ms")) / 1000
         while self.connections and time.monotonic() < deadline:
             await asyncio.sleep(0.01)

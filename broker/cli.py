@@ -28,6 +28,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "Add, remove or list ACLs of a running broker, as kafka-acls.sh does.",
     ),
     (
+        "groups",
+        "broker.groups_cli",
+        "List, describe, delete consumer groups and reset their offsets (kafka-consumer-groups).",
+    ),
+    (
         "pipeline",
         "broker.spark.cli",
         "Audit, export or convert log dirs with Spark (needs the 'spark' extra).",

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import platform
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -98,6 +98,26 @@ class LogSample(NamedTuple):
 
 
 LogProvider = Callable[[], Iterable[LogSample]]
+
+#: consumer lag series exported at most (one per group, topic and partition with a
+#: committed offset); the rest are counted in kafka_consumer_group_lag_series_dropped
+MAX_LAG_SERIES = 1000
+
+
+class GroupSample(NamedTuple):
+    """The group coordinator's numbers, as read at scrape time."""
+
+    groups_by_state: Mapping[str, int]
+    members: int
+    completed_rebalances: int
+    rebalance_seconds: float
+    offset_commits: int
+    offsets_expired: int
+    #: (group, topic, partition, high watermark - committed offset)
+    lags: Sequence[tuple[str, str, int, int]]
+
+
+GroupProvider = Callable[[], GroupSample]
 
 
 class ConnectionSample(NamedTuple):
@@ -385,6 +405,60 @@ class _ConnectionCollector(Collector):
         yield from (held, paused)
 
 
+class _GroupCollector(Collector):
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        groups = GaugeMetricFamily(
+            f"{NAMESPACE}_consumer_groups",
+            "Consumer groups by state (Empty, PreparingRebalance, CompletingRebalance, Stable).",
+            labels=["state"],
+        )
+        members = GaugeMetricFamily(
+            f"{NAMESPACE}_consumer_group_members", "Members of all consumer groups."
+        )
+        rebalances = CounterMetricFamily(
+            f"{NAMESPACE}_consumer_group_rebalances",
+            "Rebalances completed (a group reached Stable or Empty after PreparingRebalance).",
+        )
+        rebalance_time = CounterMetricFamily(
+            f"{NAMESPACE}_consumer_group_rebalance_seconds",
+            "Time the completed rebalances took, from PreparingRebalance to Stable or Empty.",
+        )
+        commits = CounterMetricFamily(
+            f"{NAMESPACE}_consumer_group_offset_commits", "Offsets committed (one per partition)."
+        )
+        expired = CounterMetricFamily(
+            f"{NAMESPACE}_consumer_group_offsets_expired",
+            "Committed offsets removed by offsets.retention.minutes.",
+        )
+        lag = GaugeMetricFamily(
+            f"{NAMESPACE}_consumer_group_lag",
+            "High watermark minus the committed offset, per group and partition"
+            f" (at most {MAX_LAG_SERIES} series).",
+            labels=["group", "topic", "partition"],
+        )
+        dropped = GaugeMetricFamily(
+            f"{NAMESPACE}_consumer_group_lag_series_dropped",
+            "Committed offsets whose lag is not exported (past the series cap).",
+        )
+        provider = self._metrics.group_provider
+        if provider is not None:
+            sample = provider()
+            for state, count in sorted(sample.groups_by_state.items()):
+                groups.add_metric([state], count)
+            members.add_metric([], sample.members)
+            rebalances.add_metric([], sample.completed_rebalances)
+            rebalance_time.add_metric([], sample.rebalance_seconds)
+            commits.add_metric([], sample.offset_commits)
+            expired.add_metric([], sample.offsets_expired)
+            for group, topic, partition, value in sample.lags[:MAX_LAG_SERIES]:
+                lag.add_metric([group, topic, str(partition)], value)
+            dropped.add_metric([], max(len(sample.lags) - MAX_LAG_SERIES, 0))
+        yield from (groups, members, rebalances, rebalance_time, commits, expired, lag, dropped)
+
+
 class BrokerMetrics:
     """The broker's metric registry and the bundles handed to other layers."""
 
@@ -401,6 +475,7 @@ class BrokerMetrics:
         self.max_client_label_values = max_client_label_values
         self.log_provider: LogProvider | None = None
         self.connection_provider: ConnectionProvider | None = None
+        self.group_provider: GroupProvider | None = None
         r = self.registry
         ns = NAMESPACE
         meters = _MeterCollector()
@@ -600,6 +675,7 @@ class BrokerMetrics:
         r.register(meters)
         r.register(_LogCollector(self))
         r.register(_ConnectionCollector(self))
+        r.register(_GroupCollector(self))
 
         self.validator_recorder = ValidatorRecorder(self)
         self.flush_recorder = FlushRecorder(self)

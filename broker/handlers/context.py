@@ -10,7 +10,7 @@ small protocols below; the app hands the real objects in.
   ``ErrorsPerSec``, conversion time and temporary memory).
 * :class:`BrokerContext` -- configuration, partitions, logs, meters, the
   durability waiter (acks=all group commit), the producer-id allocator, the
-  advertised address and the authorizer, shared by every handler.
+  group coordinator, the advertised address and the authorizer, shared by every handler.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from broker.config import BrokerConfig
+from broker.coordinator.group.coordinator import GroupCoordinator
 from broker.errors import ErrorCode
 from broker.log.manager import LogManager
 from broker.log.unified_log import UnifiedLog
@@ -148,6 +149,9 @@ class BrokerContext:
     def authorizer(self) -> StandardAuthorizer | None:
         control = self.acl_control
         return None if control is None else control.authorizer
+
+    #: the group coordinator; None: groups are not served (COORDINATOR_NOT_AVAILABLE)
+    groups: GroupCoordinator | None = None
 
 
 @dataclass

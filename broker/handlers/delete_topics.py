@@ -34,6 +34,7 @@ import logging
 import uuid
 from collections import Counter
 
+from broker.coordinator.group.coordinator import is_internal_topic
 from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
@@ -153,5 +154,8 @@ class DeleteTopicsHandler(RequestHandler):
             log.exception("unexpected error deleting topic %s", name)
             return ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)
         self.broker.meters.forget_topic(name)
+        if self.broker.groups is not None and not is_internal_topic(name):
+            # committed offsets of the topic go too (GroupCoordinator.onPartitionsDeleted)
+            self.broker.groups.on_topic_deleted(name)
         log.info("deleted topic %s", name)
         return ErrorCode.NONE, None

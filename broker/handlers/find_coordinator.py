@@ -1,14 +1,13 @@
 """FindCoordinator (key 10), versions 0-6.
 
-This broker has no group coordinator and no transaction coordinator: it
-keeps no consumer groups, no committed offsets and no transactions. Every
-key is answered COORDINATOR_NOT_AVAILABLE with a message saying so
-(v1+), node id -1, host "" and port -1 (``Node.noNode``), which is what a
-Kafka broker answers while a coordinator is not available. Clients that
-need a coordinator (``group.id`` with subscribe or committed offsets,
-transactional producers) retry and eventually time out with that message;
-consumers that assign partitions themselves and keep their own positions
-work without one. See docs/operations.md "What this broker does not do".
+Group keys are answered with this broker (the leader of every partition of
+``__consumer_offsets``, created on the first lookup as Kafka's
+``KafkaApis.getCoordinator`` has it created); this broker has no
+transaction coordinator, so transaction keys get COORDINATOR_NOT_AVAILABLE
+with a message saying so (v1+), node id -1, host "" and port -1
+(``Node.noNode``), which is what a Kafka broker answers while a coordinator
+is not available. A broker built without a group coordinator answers group
+keys the same way.
 
 Serving it matters even without coordinators: librdkafka enables LZ4 only
 when the broker advertises FindCoordinator v0 (its ``rdkafka_feature.c``
@@ -22,7 +21,8 @@ Behaviour (``KafkaApis.getCoordinator``):
   the group (GROUP_AUTHORIZATION_FAILED), a transactional id DESCRIBE on it
   (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), a share group key (v6+)
   CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED).
-- key_type 0 (group) and 1 (transaction): COORDINATOR_NOT_AVAILABLE.
+- key_type 0 (group): this broker.
+- key_type 1 (transaction): COORDINATOR_NOT_AVAILABLE.
 - key_type 2 (share group, v6+): COORDINATOR_NOT_AVAILABLE, as Kafka 3.9;
   before v6 -> INVALID_REQUEST. Any other key type -> INVALID_REQUEST
   ("Unknown coordinator type received").
@@ -35,7 +35,7 @@ Version notes:
 
 from __future__ import annotations
 
-from broker.errors import ErrorCode
+from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.protocol.data import Data
@@ -46,10 +46,7 @@ GROUP = 0
 TRANSACTION = 1
 SHARE = 2
 _NO_COORDINATOR = {
-    GROUP: (
-        "This broker has no group coordinator: consumer groups and committed offsets are not "
-        "supported. Assign partitions to the consumer yourself (no group.id / manual assign)."
-    ),
+    GROUP: "This broker serves no consumer groups (it was started without a group coordinator).",
     TRANSACTION: (
         "This broker has no transaction coordinator: transactions are not supported. Produce "
         "without a transactional.id."
@@ -59,6 +56,7 @@ _NO_COORDINATOR = {
 
 
 def coordinator_error(key_type: int, version: int) -> tuple[ErrorCode, str]:
+    """The error of a key this broker does not coordinate."""
     if key_type == SHARE and version < 6:
         return ErrorCode.INVALID_REQUEST, "Share group coordinators need FindCoordinator v6+"
     message = _NO_COORDINATOR.get(key_type)
@@ -72,29 +70,57 @@ class FindCoordinatorHandler(RequestHandler):
     MIN_VERSION = 0
     MAX_VERSION = 6
 
+    def _lookup(self, key_type: int, version: int) -> tuple[ErrorCode, str | None]:
+        groups = self.broker.groups
+        if key_type == GROUP and groups is not None:
+            try:
+                groups.ensure_topic()
+            except KafkaError as exc:
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)
+            return ErrorCode.NONE, None
+        return coordinator_error(key_type, version)
+
     def handle(self, ctx: RequestContext, request: Data) -> Reply:
         version = ctx.header.api_version
         key_type = request.key_type if version >= 1 else GROUP
         if version < 4:
             code, message = self._check(ctx, key_type, request.key, version)
             ctx.count_error(code)
+            node = self._node(code)
             return FindCoordinatorResponse(
-                error_code=code, error_message=message, node_id=-1, host="", port=-1
+                error_code=code,
+                error_message=message,
+                node_id=node[0],
+                host=node[1],
+                port=node[2],
             )
         coordinators = []
         for key in request.coordinator_keys:
             code, message = self._check(ctx, key_type, key, version)
             ctx.count_error(code)
+            node = self._node(code)
             coordinators.append(
                 FindCoordinatorResponse.Coordinator(
-                    key=key, node_id=-1, host="", port=-1, error_code=code, error_message=message
+                    key=key,
+                    node_id=node[0],
+                    host=node[1],
+                    port=node[2],
+                    error_code=code,
+                    error_message=message,
                 )
             )
         return FindCoordinatorResponse(coordinators=coordinators)
 
+    def _node(self, code: ErrorCode) -> tuple[int, str, int]:
+        """This broker when it coordinates the key, else ``Node.noNode``."""
+        if code != ErrorCode.NONE:
+            return -1, "", -1
+        endpoint = self.broker.advertised
+        return self.broker.node_id, endpoint.host, endpoint.port
+
     def _check(
         self, ctx: RequestContext, key_type: int, key: str, version: int
-    ) -> tuple[ErrorCode, str]:
+    ) -> tuple[ErrorCode, str | None]:
         """The authorization checks of ``getCoordinator``, then the coordinator's answer."""
         if key_type == GROUP and not self.authorize(
             ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key
@@ -113,4 +139,4 @@ class FindCoordinatorHandler(RequestHandler):
             and not self.authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)
         ):
             return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
-        return coordinator_error(key_type, version)
+        return self._lookup(key_type, version)

@@ -11,6 +11,10 @@ Behaviour:
   answered in full at once (Kafka answers LEADER_NOT_AVAILABLE and lets the
   client retry while its controller creates it; see docs/deviations.md).
 - An illegal topic name gets INVALID_TOPIC_EXCEPTION for that topic.
+- ``__consumer_offsets`` is listed like any topic with is_internal true (v1+),
+  as Kafka's ``MetadataCache`` lists it; asked for by name before it exists,
+  it is created as the group coordinator creates it (offsets.topic.* and a
+  compacted log), never with num.partitions.
 - v10+ topic ids: a topic requested by id only (v12) is looked up by id;
   an unknown id gets UNKNOWN_TOPIC_ID.
 - Authorization (with an authorizer, ``KafkaApis.handleTopicMetadataRequest``):
@@ -38,6 +42,7 @@ from __future__ import annotations
 
 import uuid
 
+from broker.coordinator.group.coordinator import is_internal_topic
 from broker.errors import ErrorCode, KafkaError
 from broker.handlers.authorization import OPERATIONS_NOT_REQUESTED, authorized_operations
 from broker.handlers.base import Reply, RequestHandler
@@ -131,6 +136,7 @@ class MetadataHandler(RequestHandler):
                 topic_id=topic_id if by_id else ZERO_UUID,
                 partitions=[],
             )
+        internal = is_internal_topic(name)
         if rm.partition_count(name) is None:
             if not allow_auto:
                 return self._error_topic(ctx, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -140,7 +146,11 @@ class MetadataHandler(RequestHandler):
             ):
                 return self._error_topic(ctx, name, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             try:
-                rm.create_topic(name, int(broker.config.get("num.partitions")))
+                if internal and broker.groups is not None:
+                    # created as the coordinator creates it (partitions, compaction)
+                    broker.groups.ensure_topic()
+                else:
+                    rm.create_topic(name, int(broker.config.get("num.partitions")))
             except KafkaError as exc:
                 return self._error_topic(ctx, name, exc.code)
         node = broker.node_id
@@ -162,7 +172,7 @@ class MetadataHandler(RequestHandler):
             error_code=ErrorCode.NONE,
             name=name,
             topic_id=uuid.UUID(bytes=tid) if tid else ZERO_UUID,
-            is_internal=False,
+            is_internal=internal,
             partitions=partitions,
             topic_authorized_operations=authorized_operations(broker, ctx, ResourceType.TOPIC, name)
             if with_operations

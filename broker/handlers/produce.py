@@ -15,6 +15,8 @@ reference §4.1-§4.3):
   (TOPIC_AUTHORIZATION_FAILED for topics the principal may not write) and
   nothing is appended.
 - Per partition, in request order: unknown partition -> UNKNOWN_TOPIC_OR_PARTITION;
+  an internal topic (``__consumer_offsets``) -> INVALID_TOPIC_EXCEPTION ("Cannot
+  append to internal topic", ``ReplicaManager.appendToLocalLog``);
   ``ProduceRequest.validateRecords`` (magic 2 and one batch for v3+, zstd
   only from v7) -> its code; these partitions do not touch the topic meters.
   Then TotalProduceRequests is marked and the partition appends (validate
@@ -67,6 +69,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
+from broker.coordinator.group.coordinator import is_internal_topic
 from broker.errors import (
     ErrorCode,
     KafkaError,
@@ -247,6 +250,15 @@ class ProduceHandler(RequestHandler):
                         pd.index,
                         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                         f"This server does not host this topic-partition: {name}-{pd.index}",
+                        version,
+                    )
+                elif is_internal_topic(name):
+                    # ReplicaManager.appendToLocalLog with internalTopicsAllowed=false
+                    resp = self._error(
+                        ctx,
+                        pd.index,
+                        ErrorCode.INVALID_TOPIC_EXCEPTION,
+                        f"Cannot append to internal topic {name}",
                         version,
                     )
                 elif records is None:

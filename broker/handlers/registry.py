@@ -16,19 +16,29 @@ from broker.handlers.create_acls import CreateAclsHandler
 from broker.handlers.create_partitions import CreatePartitionsHandler
 from broker.handlers.create_topics import CreateTopicsHandler
 from broker.handlers.delete_acls import DeleteAclsHandler
+from broker.handlers.delete_groups import DeleteGroupsHandler
 from broker.handlers.delete_topics import DeleteTopicsHandler
 from broker.handlers.describe_acls import DescribeAclsHandler
 from broker.handlers.describe_cluster import DescribeClusterHandler
 from broker.handlers.describe_configs import DescribeConfigsHandler
+from broker.handlers.describe_groups import DescribeGroupsHandler
 from broker.handlers.describe_log_dirs import DescribeLogDirsHandler
 from broker.handlers.fetch import FetchHandler
 from broker.handlers.find_coordinator import FindCoordinatorHandler
+from broker.handlers.heartbeat import HeartbeatHandler
 from broker.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
 from broker.handlers.init_producer_id import InitProducerIdHandler
+from broker.handlers.join_group import JoinGroupHandler
+from broker.handlers.leave_group import LeaveGroupHandler
+from broker.handlers.list_groups import ListGroupsHandler
 from broker.handlers.list_offsets import ListOffsetsHandler
 from broker.handlers.metadata import MetadataHandler
+from broker.handlers.offset_commit import OffsetCommitHandler
+from broker.handlers.offset_delete import OffsetDeleteHandler
+from broker.handlers.offset_fetch import OffsetFetchHandler
 from broker.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
 from broker.handlers.produce import ProduceHandler
+from broker.handlers.sync_group import SyncGroupHandler
 
 HANDLER_CLASSES: tuple[type[RequestHandler], ...] = (
     ProduceHandler,
@@ -52,6 +62,17 @@ HANDLER_CLASSES: tuple[type[RequestHandler], ...] = (
     DescribeAclsHandler,
     CreateAclsHandler,
     DeleteAclsHandler,
+    # consumer groups and committed offsets (the group coordinator)
+    JoinGroupHandler,
+    SyncGroupHandler,
+    HeartbeatHandler,
+    LeaveGroupHandler,
+    OffsetCommitHandler,
+    OffsetFetchHandler,
+    OffsetDeleteHandler,
+    ListGroupsHandler,
+    DescribeGroupsHandler,
+    DeleteGroupsHandler,
 )
 
 

@@ -22,7 +22,9 @@ brace in Kafka's format string), mismatch and non-consecutive lists go to
 stderr newest first. Options are Kafka's; the decoder classes are
 ``string`` (Kafka's StringDecoder, the default), ``hex`` and ``none`` (the
 part is not printed); Kafka's class names of its string decoder are
-accepted too. ``--json`` prints one JSON object per file instead.
+accepted too. ``--offsets-decoder`` prints ``__consumer_offsets`` records as
+Kafka's ``OffsetsMessageParser`` does (``broker/group_records/json_format.py``).
+``--json`` prints one JSON object per file instead.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from broker.errors import KafkaError
+from broker.group_records.json_format import format_offsets_record
 from broker.log import files
 from broker.log.errors import CorruptSnapshotError
 from broker.log.offset_index import OffsetIndex
@@ -115,6 +118,9 @@ class Dumper:
         self.max_bytes = args.max_bytes
         self.max_message_size = args.max_message_size
         self.skip_record_metadata = args.skip_record_metadata
+        self.offsets_decoder = bool(getattr(args, "offsets_decoder", False))
+        if self.offsets_decoder:
+            self.print_data = self.deep = True
         self.key_decoder = make_decoder(args.key_decoder_class or "string")
         self.value_decoder = make_decoder(args.value_decoder_class or "string")
         self.index_mismatches: dict[str, list[tuple[int, int]]] = {}
@@ -301,7 +307,14 @@ class Dumper:
                     out.update(end_txn_marker=marker.control_type.name)
                 else:
                     text += f" controlType: {control_type.name}({int(control_type)})"
-        if self.print_data and not is_control:
+        if self.offsets_decoder and not is_control:
+            key_text, payload_text = format_offsets_record(record.offset, record.key, record.value)
+            text += f"{prefix}key: {key_text}"
+            out["key"] = key_text
+            if payload_text is not None:
+                text += f" payload: {payload_text}"
+                out["payload"] = payload_text
+        elif self.print_data and not is_control:
             if record.key is not None and self.key_decoder is not None:
                 key = self.key_decoder(record.key)
                 text += f"{prefix}key: {key}"
@@ -541,6 +554,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--value-decoder-class",
         help="How values are printed: string (default), hex or none.",
+    )
+    parser.add_argument(
+        "--offsets-decoder",
+        action="store_true",
+        help="Decode records as __consumer_offsets records (offset commits and group "
+        "metadata, Kafka's JSON); implies --print-data-log.",
     )
     parser.add_argument(
         "--skip-record-metadata",

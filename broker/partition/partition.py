@@ -37,12 +37,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import NamedTuple, TypeVar, cast
 
-from broker.errors import KafkaError, UnknownTopicOrPartitionError
+from broker.errors import KafkaError, RecordTooLargeError, UnknownTopicOrPartitionError
 from broker.log.unified_log import UnifiedLog
 from broker.partition.producer_append import check_producer_batches
+from broker.records.builder import build_v2_batch
+from broker.records.record import SimpleRecord
 from broker.records.stats import EMPTY_STATS
 from broker.validator import (
     DeferredRecorder,
@@ -171,6 +173,33 @@ class Partition:
         Raises the ``broker.errors`` exception of the first failing step.
         """
         return self._append_validated(self._validation(records, produce_version, None, None)())
+
+    def append_built_batch(self, records: Sequence[SimpleRecord]) -> int:
+        """Append one uncompressed v2 batch of ``records`` that this broker builds
+        itself (a coordinator's state, Kafka's ``AppendOrigin.COORDINATOR``):
+        its offsets start at the LEO and it carries the leader epoch, so it is
+        written as built, without the validator's pass over bytes it made.
+        Returns the batch's last offset (event loop only; nothing may be queued)."""
+        if self._queue_tail is not None:
+            raise RuntimeError(f"{self._name} has a queued append")
+        self._check_not_removed()
+        log = self.log
+        built = build_v2_batch(
+            records,
+            base_offset=log.log_end_offset,
+            partition_leader_epoch=self.leader_epoch,
+        )
+        limit = log.config.max_message_bytes
+        if len(built.buffer) > limit:
+            # the validator's check (LogValidator / UnifiedLog.analyzeAndValidateRecords)
+            raise RecordTooLargeError(
+                f"The batch of {len(built.buffer)} bytes for {self._name} is larger than "
+                f"max.message.bytes ({limit})"
+            )
+        appended = log.append(built.buffer)
+        if self._append_listeners:
+            self._notify_appended()
+        return appended.last_offset
 
     def append(
         self, records: memoryview, produce_version: int, *, inline: bool = True

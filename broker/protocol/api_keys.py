@@ -9,7 +9,15 @@ outside ``min_version..max_version`` with UNSUPPORTED_VERSION.
       1  Fetch                    0-17      12+
       2  ListOffsets              0-9       6+
       3  Metadata                 0-12      9+
+      8  OffsetCommit             0-9       8+
+      9  OffsetFetch              0-9       6+
      10  FindCoordinator          0-6       3+
+     11  JoinGroup                0-9       6+
+     12  Heartbeat                0-4       4+
+     13  LeaveGroup               0-5       4+
+     14  SyncGroup                0-5       4+
+     15  DescribeGroups           0-5       5+
+     16  ListGroups               0-5       3+
      18  ApiVersions              0-4       3+   (response header always v0)
      19  CreateTopics             0-7       5+
      20  DeleteTopics             0-6       4+
@@ -23,7 +31,9 @@ outside ``min_version..max_version`` with UNSUPPORTED_VERSION.
      33  AlterConfigs             0-2       2+
      35  DescribeLogDirs          0-4       2+
      37  CreatePartitions         0-3       2+
+     42  DeleteGroups             0-2       2+
      44  IncrementalAlterConfigs  0-1       1+
+     47  OffsetDelete             0         none
      60  DescribeCluster          0-1       0+
 """
 

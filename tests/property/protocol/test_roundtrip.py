@@ -31,8 +31,11 @@ def test_roundtrip(name, version, data):
 
 
 def test_every_version_is_covered():
-    # 20 APIs, request and response each: Kafka 3.9's version counts (the last
-    # three: DescribeAcls, CreateAcls, DeleteAcls)
-    assert len(CASES) == 2 * (
-        12 + 18 + 10 + 13 + 7 + 5 + 8 + 7 + 3 + 6 + 5 + 5 + 3 + 5 + 4 + 2 + 2 + 4 + 4 + 4
-    )
+    # 30 APIs, request and response each: Kafka 3.9's version counts
+    base = 12 + 18 + 10 + 13 + 7 + 5 + 8 + 7 + 3 + 6 + 5 + 5 + 3 + 5 + 4 + 2 + 2
+    # DescribeAcls, CreateAcls, DeleteAcls
+    acls = 4 + 4 + 4
+    # JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete,
+    # DescribeGroups, ListGroups, DeleteGroups
+    groups = 10 + 6 + 5 + 6 + 10 + 10 + 1 + 6 + 6 + 3
+    assert len(CASES) == 2 * (base + acls + groups)

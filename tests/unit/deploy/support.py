@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.metrics import BrokerMetrics, LogSample
+from broker.metrics import BrokerMetrics, GroupSample, LogSample
 from broker.server import quotas, registry
 
 REPO = Path(__file__).resolve().parents[3]
@@ -76,6 +76,7 @@ def exposition_with_every_child() -> str:
     """The /metrics text after every labelled child has been created once."""
     metrics = BrokerMetrics(records_implementation="compiled", event_loop="uvloop", version="0")
     metrics.log_provider = lambda: [LogSample("t", 0, 10, 0, 1000, 1)]
+    metrics.group_provider = lambda: GroupSample({"Stable": 1}, 2, 3, 0.5, 4, 0, [("g", "t", 0, 7)])
     metrics.topic("t").messages_in.inc()
     for api in ("Produce", "Fetch", "Metadata"):
         rm = metrics.request(api, 1)

@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from broker.config import BrokerConfig
+from broker.coordinator.group.config import GroupConfig
+from broker.coordinator.group.coordinator import GroupCoordinator
 from broker.handlers.context import BrokerContext, Endpoint
 from broker.handlers.file_region import FileRegion
 from broker.handlers.registry import HandlerRegistry
@@ -82,6 +84,12 @@ class InProcessBroker:
         self.now_ms = 1_700_000_000_000
         self.group_commit = GroupCommit()
         self.acl_control = open_acl_control(self.config, self.config.log_dirs[0])
+        self.groups = GroupCoordinator(
+            GroupConfig.from_broker(self.config),
+            self.replica_manager,
+            self.group_commit,
+            lambda: self.now_ms,
+        )
         self.context = BrokerContext(
             config=self.config,
             node_id=0,
@@ -93,6 +101,7 @@ class InProcessBroker:
             durability=self.group_commit,
             producer_ids=ProducerIdManager(self.config.log_dirs[0]),
             acl_control=self.acl_control,
+            groups=self.groups,
         )
         self.dispatcher = Dispatcher(HandlerRegistry(self.context), self.metrics)
         self.conn = FakeConnection()
@@ -137,6 +146,9 @@ class InProcessBroker:
         return self.decode(_api_key_of(type(request)), version, outcome, correlation)
 
     def close(self) -> None:
+        cancel_all = getattr(self.groups.timer, "cancel_all", None)
+        if cancel_all is not None:
+            cancel_all()
         self.group_commit.close()
         if self.acl_control is not None:
             self.acl_control.close()

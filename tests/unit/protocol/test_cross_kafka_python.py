@@ -224,7 +224,7 @@ def to_new(value: Any, s: StructSpec, version: int, cls: Any) -> Any:
             continue
         key = f.name if f.name in fields else ALIASES[f.name]
         v = getattr(value, f.name)
-        if key != f.name:
+        if f.type == "int32" and key.endswith("authorized_operations"):  # DescribeGroups too
             v = to_bits(v)
         inner = f.type.item if isinstance(f.type, ArrayOf) else f.type
         if isinstance(inner, StructSpec) and v is not None:
@@ -244,7 +244,7 @@ def from_new(theirs: Any, s: StructSpec, version: int, cls: Any) -> Any:
             continue
         key = f.name if f.name in theirs._struct.fields else ALIASES[f.name]
         v = getattr(theirs, key)
-        if key != f.name:
+        if f.type == "int32" and key.endswith("authorized_operations"):
             v = from_bits(v)
         inner = f.type.item if isinstance(f.type, ArrayOf) else f.type
         if isinstance(inner, StructSpec) and v is not None:

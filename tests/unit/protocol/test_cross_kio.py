@@ -65,7 +65,7 @@ def _entity_class(annotation: Any) -> Any:
 
 
 def _kio_value(kind: str | None, v: Any) -> Any:
-    if kind == "timedelta_i32":
+    if kind in ("timedelta_i32", "timedelta_i64"):
         return datetime.timedelta(milliseconds=v)
     if kind == "datetime_i64":
         return None if v == -1 else EPOCH + v * MS
@@ -75,7 +75,7 @@ def _kio_value(kind: str | None, v: Any) -> Any:
 
 
 def _our_value(kind: str | None, v: Any) -> Any:
-    if kind == "timedelta_i32":
+    if kind in ("timedelta_i32", "timedelta_i64"):
         return v // MS
     if kind == "datetime_i64":
         return -1 if v is None else (v - EPOCH) // MS

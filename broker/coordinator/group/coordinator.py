@@ -1,0 +1,387 @@
+"""GroupCoordinator: what the handlers call (``GroupCoordinatorService`` for one broker).
+
+It routes a group to the shard of its ``__consumer_offsets`` partition
+(:func:`partition_for`), answers COORDINATOR_LOAD_IN_PROGRESS while that
+shard loads, makes the checks Kafka makes before a shard sees a request
+(non-empty group ids, session timeout bounds), and runs the operations that
+span shards (ListGroups, DescribeGroups, DeleteGroups, expiration).
+
+``__consumer_offsets`` is created the first time a group needs it (Kafka
+creates it on the first FindCoordinator for a group) with
+``offsets.topic.num.partitions`` partitions and Kafka's topic configs; a
+topic that exists keeps its partition count. At start every partition of an
+existing topic is loaded in slices, one after another, while the broker
+serves everything else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterator
+
+from broker.coordinator.group.classic import Caller
+from broker.coordinator.group.classic_group import GroupState
+from broker.coordinator.group.config import GROUP_METADATA_TOPIC_NAME, GroupConfig
+from broker.coordinator.group.errors import GroupError
+from broker.coordinator.group.loader import load_partition
+from broker.coordinator.group.offsets import commit_error_response
+from broker.coordinator.group.partitioner import partition_for
+from broker.coordinator.group.rebalance import GroupMeters
+from broker.coordinator.group.reply import Reply
+from broker.coordinator.group.shard import Shard, ShardState
+from broker.coordinator.group.timer import CoordinatorTimer, LoopTimer
+from broker.coordinator.group.writer import Durability, RecordWriter
+from broker.errors import ErrorCode, KafkaError
+from broker.partition.replica_manager import ReplicaManager
+from broker.protocol.data import Data
+from broker.protocol.messages import (
+    DescribeGroupsResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    ListGroupsResponse,
+    OffsetDeleteResponse,
+    OffsetFetchResponse,
+    SyncGroupResponse,
+)
+
+log = logging.getLogger(__name__)
+
+EXPIRATION_KEY = "expire-group-metadata"
+CLASSIC_GROUP_TYPE = "classic"
+
+
+def is_internal_topic(topic: str) -> bool:
+    """``Topic.isInternal`` for the topics this broker has (no transactions)."""
+    return topic == GROUP_METADATA_TOPIC_NAME
+
+
+class GroupCoordinator:
+    def __init__(
+        self,
+        config: GroupConfig,
+        replica_manager: ReplicaManager,
+        durability: Durability,
+        time_ms: Callable[[], int],
+        timer: CoordinatorTimer | None = None,
+    ) -> None:
+        self.config = config
+        self.replica_manager = replica_manager
+        self.time_ms = time_ms
+        self.timer: CoordinatorTimer = timer if timer is not None else LoopTimer()
+        self.writer = RecordWriter(replica_manager, durability, config, time_ms)
+        self.meters = GroupMeters()
+        self.shards: dict[int, Shard] = {}
+        self.num_partitions = config.offsets_topic_num_partitions
+        self._load_task: asyncio.Task[None] | None = None
+
+    # ---- start and stop ----------------------------------------------------------------------
+
+    def _new_shard(self, index: int) -> Shard:
+        return Shard(
+            index,
+            self.config,
+            timer=self.timer,
+            time_ms=self.time_ms,
+            writer=self.writer.write,
+            meters=self.meters,
+        )
+
+    def startup(self) -> None:
+        """Load an existing ``__consumer_offsets`` in the background (on the running loop)."""
+        self._maybe_load_existing()
+        self._schedule_expiration()
+
+    def _maybe_load_existing(self) -> bool:
+        """Shards for a ``__consumer_offsets`` that exists and has none yet, loading."""
+        count = self.replica_manager.partition_count(GROUP_METADATA_TOPIC_NAME)
+        if count is None or self.shards:
+            return False
+        self.num_partitions = count
+        for index in range(count):
+            self.shards[index] = self._new_shard(index)
+        self._load_task = asyncio.ensure_future(self._load_all())
+        return True
+
+    async def _load_all(self) -> None:
+        for index, shard in sorted(self.shards.items()):
+            partition = self.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, index)
+            if partition is None:
+                shard.on_loaded()
+                continue
+            started = self.time_ms()
+            try:
+                count = await load_partition(
+                    partition.log, shard.replay, self.config.offsets_load_buffer_size
+                )
+            except KafkaError as exc:
+                log.error("loading %s-%d failed: %s", GROUP_METADATA_TOPIC_NAME, index, exc)
+                shard.state = ShardState.FAILED
+                continue
+            shard.on_loaded()
+            if count:
+                log.info(
+                    "Finished loading offsets and group metadata from %s-%d in %d ms: %d records",
+                    GROUP_METADATA_TOPIC_NAME,
+                    index,
+                    self.time_ms() - started,
+                    count,
+                )
+
+    async def wait_loaded(self) -> None:
+        if self._load_task is not None:
+            await self._load_task
+
+    async def shutdown(self) -> None:
+        if self._load_task is not None and not self._load_task.done():
+            self._load_task.cancel()
+        self.timer.cancel(EXPIRATION_KEY)
+        for shard in self.shards.values():
+            for group_id in list(shard.classic.groups):
+                group = shard.classic.groups[group_id]
+                group.complete_all_joins(ErrorCode.NOT_COORDINATOR)
+                group.complete_all_syncs(ErrorCode.NOT_COORDINATOR)
+        await self.writer.drain()
+        cancel_all = getattr(self.timer, "cancel_all", None)
+        if cancel_all is not None:
+            cancel_all()
+
+    def ensure_topic(self) -> None:
+        """Create ``__consumer_offsets`` if it does not exist yet (its shards start empty)."""
+        rm = self.replica_manager
+        if rm.partition_count(GROUP_METADATA_TOPIC_NAME) is not None:
+            # created before this coordinator knew it (a start without startup(), an
+            # admin's CreateTopics): loaded now, COORDINATOR_LOAD_IN_PROGRESS meanwhile
+            self._maybe_load_existing()
+            return
+        rm.create_topic(
+            GROUP_METADATA_TOPIC_NAME,
+            self.config.offsets_topic_num_partitions,
+            self.config.topic_configs(),
+        )
+        self.num_partitions = self.config.offsets_topic_num_partitions
+        for index in range(self.num_partitions):
+            shard = self._new_shard(index)
+            shard.on_loaded()
+            self.shards[index] = shard
+        log.info("Created %s with %d partitions", GROUP_METADATA_TOPIC_NAME, self.num_partitions)
+
+    # ---- routing ------------------------------------------------------------------------------
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    def shard_of(self, group_id: str) -> Shard:
+        """The active shard of ``group_id``: COORDINATOR_LOAD_IN_PROGRESS while it loads."""
+        self.ensure_topic()
+        shard = self.shards[self.partition_for(group_id)]
+        if shard.state is ShardState.LOADING:
+            raise GroupError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        if shard.state is ShardState.FAILED:
+            raise GroupError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return shard
+
+    def active_shards(self) -> Iterator[Shard]:
+        return (s for _, s in sorted(self.shards.items()) if s.active)
+
+    def loading(self) -> bool:
+        return any(s.state is ShardState.LOADING for s in self.shards.values())
+
+    # ---- the classic protocol -----------------------------------------------------------------
+
+    def join_group(self, caller: Caller, request: Data) -> Reply[Data]:
+        if not request.group_id:
+            return Reply.of(
+                JoinGroupResponse(
+                    member_id=request.member_id, error_code=ErrorCode.INVALID_GROUP_ID
+                )
+            )
+        timeout = request.session_timeout_ms
+        if not (
+            self.config.classic_group_min_session_timeout_ms
+            <= timeout
+            <= self.config.classic_group_max_session_timeout_ms
+        ):
+            return Reply.of(
+                JoinGroupResponse(
+                    member_id=request.member_id, error_code=ErrorCode.INVALID_SESSION_TIMEOUT
+                )
+            )
+        try:
+            shard = self.shard_of(request.group_id)
+        except KafkaError as exc:
+            return Reply.of(JoinGroupResponse(member_id=request.member_id, error_code=exc.code))
+        return shard.classic.join(caller, request)
+
+    def sync_group(self, caller: Caller, request: Data) -> Reply[Data]:
+        if not request.group_id:
+            return Reply.of(SyncGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID))
+        try:
+            shard = self.shard_of(request.group_id)
+        except KafkaError as exc:
+            return Reply.of(SyncGroupResponse(error_code=exc.code))
+        return shard.classic.sync(caller, request)
+
+    def heartbeat(self, request: Data) -> Data:
+        if not request.group_id:
+            return HeartbeatResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+        try:
+            shard = self.shard_of(request.group_id)
+        except KafkaError as exc:
+            if exc.code is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+                # GroupCoordinatorService.heartbeat: "still loading, so blindly respond"
+                return HeartbeatResponse(error_code=ErrorCode.NONE)
+            return HeartbeatResponse(error_code=exc.code)
+        return shard.classic.heartbeat(request)
+
+    def leave_group(self, request: Data) -> Data:
+        """``request.members`` must be set (v0-2 normalized by the handler)."""
+        if not request.group_id:
+            return LeaveGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+        try:
+            shard = self.shard_of(request.group_id)
+        except KafkaError as exc:
+            return LeaveGroupResponse(error_code=exc.code)
+        return shard.classic.leave(request)
+
+    # ---- offsets ------------------------------------------------------------------------------
+
+    def commit_offsets(self, request: Data, api_version: int, topics: list[Data]) -> Reply[Data]:
+        try:
+            shard = self.shard_of(request.group_id)
+        except KafkaError as exc:
+            return Reply.of(commit_error_response(topics, exc.code))
+        return shard.offsets.commit(request, api_version, topics)
+
+    def fetch_offsets(self, group_id: str, topics: list[Data] | None) -> Data:
+        """One group of OffsetFetch (``topics`` None: every committed offset)."""
+        try:
+            shard = self.shard_of(group_id)
+        except KafkaError as exc:
+            return OffsetFetchResponse.OffsetFetchResponseGroup(
+                group_id=group_id, error_code=exc.code
+            )
+        if topics is None:
+            return shard.offsets.fetch_all(group_id)
+        return shard.offsets.fetch(group_id, topics)
+
+    def delete_offsets(self, request: Data) -> Reply[Data]:
+        if not request.group_id:
+            return Reply.of(OffsetDeleteResponse(error_code=ErrorCode.INVALID_GROUP_ID))
+        try:
+            shard = self.shard_of(request.group_id)
+        except KafkaError as exc:
+            return Reply.of(OffsetDeleteResponse(error_code=exc.code))
+        return shard.offsets.delete(request)
+
+    # ---- administration -----------------------------------------------------------------------
+
+    def list_groups(self, states: list[str], types: list[str]) -> Data:
+        """``listGroups``: COORDINATOR_LOAD_IN_PROGRESS while any shard loads (Kafka
+        fails the whole request when one shard does)."""
+        if self.loading():
+            return ListGroupsResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        wanted_states = {s.lower() for s in states}
+        wanted_types = {t.lower() for t in types}
+        groups = []
+        for shard in self.active_shards():
+            for group in shard.classic.groups.values():
+                if wanted_states and str(group.state).lower() not in wanted_states:
+                    continue
+                if wanted_types and CLASSIC_GROUP_TYPE not in wanted_types:
+                    continue
+                groups.append(
+                    ListGroupsResponse.ListedGroup(
+                        group_id=group.group_id,
+                        protocol_type=group.protocol_type or "",
+                        group_state=str(group.state),
+                        group_type=CLASSIC_GROUP_TYPE,
+                    )
+                )
+        return ListGroupsResponse(groups=groups)
+
+    def describe_group(self, group_id: str) -> Data:
+        """``describeGroups`` for one group; an unknown one is described as Dead."""
+        try:
+            shard = self.shard_of(group_id)
+        except KafkaError as exc:
+            return DescribeGroupsResponse.DescribedGroup(group_id=group_id, error_code=exc.code)
+        group = shard.classic.groups.get(group_id)
+        if group is None:
+            return DescribeGroupsResponse.DescribedGroup(
+                group_id=group_id, group_state=str(GroupState.DEAD)
+            )
+        stable = group.is_in_state(GroupState.STABLE)
+        members = [
+            DescribeGroupsResponse.DescribedGroupMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                member_metadata=m.metadata(group.protocol_name) if stable else b"",
+                member_assignment=m.assignment,
+            )
+            for m in group.members.values()
+        ]
+        return DescribeGroupsResponse.DescribedGroup(
+            group_id=group_id,
+            group_state=str(group.state),
+            protocol_type=group.protocol_type or "",
+            protocol_data=(group.protocol_name or "") if stable else "",
+            members=members,
+        )
+
+    def delete_group(self, group_id: str) -> Reply[ErrorCode]:
+        try:
+            shard = self.shard_of(group_id)
+        except KafkaError as exc:
+            return Reply.of(exc.code)
+        return shard.offsets.delete_group(group_id)
+
+    # ---- expiration ---------------------------------------------------------------------------
+
+    def _schedule_expiration(self) -> None:
+        self.timer.schedule(
+            EXPIRATION_KEY, self.config.offsets_retention_check_interval_ms, self._cleanup_tick
+        )
+
+    def _cleanup_tick(self) -> None:
+        self.cleanup()
+
+    def cleanup(self) -> int:
+        """Remove expired offsets and empty groups on every shard; reschedules itself."""
+        try:
+            return sum(shard.offsets.cleanup_expired() for shard in self.active_shards())
+        finally:
+            self._schedule_expiration()
+
+    def on_topic_deleted(self, topic: str) -> None:
+        """Committed offsets of a deleted topic go (``onPartitionsDeleted``)."""
+        for shard in self.active_shards():
+            shard.offsets.remove_topic(topic)
+
+    # ---- numbers for the metrics --------------------------------------------------------------
+
+    def groups_by_state(self) -> dict[str, int]:
+        counts = {str(s): 0 for s in GroupState if s is not GroupState.DEAD}
+        for shard in self.shards.values():
+            for group in shard.classic.groups.values():
+                key = str(group.state)
+                if key in counts:
+                    counts[key] += 1
+        return counts
+
+    def num_members(self) -> int:
+        return sum(g.num_members for s in self.shards.values() for g in s.classic.groups.values())
+
+    def committed_offsets(self) -> Iterator[tuple[str, str, int, int]]:
+        """(group, topic, partition, committed offset) of every committed offset."""
+        for shard in self.shards.values():
+            for group_id, topics in shard.offsets.offsets.items():
+                for topic, partitions in topics.items():
+                    for partition, om in partitions.items():
+                        yield group_id, topic, partition, om.committed_offset
+
+    def offset_commits(self) -> int:
+        return sum(s.offsets.commits for s in self.shards.values())

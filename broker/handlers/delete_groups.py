@@ -1,0 +1,58 @@
+"""DeleteGroups (key 42), versions 0-2.
+
+Behaviour (``GroupCoordinatorShard.deleteGroups``): an empty group is
+deleted with its committed offsets (tombstones); NON_EMPTY_GROUP for a group
+with members, GROUP_ID_NOT_FOUND for an unknown one. Duplicate names are
+answered once (``KafkaApis.handleDeleteGroupsRequest``: ``distinct``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from broker.coordinator.group.reply import Reply as GroupReply
+from broker.errors import ErrorCode, KafkaError
+from broker.handlers.base import Reply, RequestHandler
+from broker.handlers.context import RequestContext
+from broker.handlers.group_support import coordinator
+from broker.protocol.data import Data
+from broker.protocol.messages import DeleteGroupsResponse
+
+
+class DeleteGroupsHandler(RequestHandler):
+    API_KEY = 42
+    MIN_VERSION = 0
+    MAX_VERSION = 2
+
+    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+        replies: list[tuple[str, GroupReply[ErrorCode]]] = []
+        for group_id in dict.fromkeys(request.groups_names):
+            try:
+                reply = coordinator(self.broker).delete_group(group_id)
+            except KafkaError as exc:
+                reply = GroupReply.of(exc.code)
+            replies.append((group_id, reply))
+        if all(r.done for _, r in replies):
+            return self._answer(ctx, [(g, r.value) for g, r in replies])
+        return self._parked(ctx, replies)
+
+    async def _parked(
+        self, ctx: RequestContext, replies: list[tuple[str, GroupReply[ErrorCode]]]
+    ) -> Data:
+        codes = await asyncio.gather(*(self._value(r) for _, r in replies))
+        return self._answer(ctx, [(g, c) for (g, _), c in zip(replies, codes, strict=True)])
+
+    @staticmethod
+    async def _value(reply: GroupReply[ErrorCode]) -> ErrorCode:
+        return await reply
+
+    @staticmethod
+    def _answer(ctx: RequestContext, results: list[tuple[str, ErrorCode]]) -> Data:
+        for _, code in results:
+            ctx.count_error(code)
+        return DeleteGroupsResponse(
+            results=[
+                DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=c)
+                for g, c in results
+            ]
+        )

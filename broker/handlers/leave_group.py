@@ -1,0 +1,39 @@
+"""LeaveGroup (key 13), versions 0-5.
+
+Behaviour (``GroupMetadataManager.classicGroupLeave``): each listed member
+leaves (by member id, or by group_instance_id alone for an admin removing a
+static member); the group rebalances. An unknown group answers every member
+UNKNOWN_MEMBER_ID.
+
+Version notes: v0-2 name one member (``member_id``) and get its error as the
+top-level error (``LeaveGroupRequest.normalizedData`` / ``LeaveGroupResponse``);
+v3+ batch members; v4+ flexible; v5+ reason.
+"""
+
+from __future__ import annotations
+
+from broker.errors import ErrorCode, KafkaError
+from broker.handlers.base import Reply, RequestHandler
+from broker.handlers.context import RequestContext
+from broker.handlers.group_support import coordinator
+from broker.protocol.data import Data
+from broker.protocol.messages import LeaveGroupRequest, LeaveGroupResponse
+
+
+class LeaveGroupHandler(RequestHandler):
+    API_KEY = 13
+    MIN_VERSION = 0
+    MAX_VERSION = 5
+
+    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+        version = ctx.header.api_version
+        if version < 3:
+            request.members = [LeaveGroupRequest.MemberIdentity(member_id=request.member_id)]
+        try:
+            response = coordinator(self.broker).leave_group(request)
+        except KafkaError as exc:
+            response = LeaveGroupResponse(error_code=exc.code)
+        if version < 3 and response.error_code == ErrorCode.NONE and len(response.members) == 1:
+            response = LeaveGroupResponse(error_code=response.members[0].error_code)
+        ctx.count_error(response.error_code)
+        return response

@@ -1,0 +1,51 @@
+"""SyncGroup (key 14), versions 0-5.
+
+Behaviour (``KafkaApis.handleSyncGroupRequest``, ``GroupMetadataManager.classicGroupSync``):
+- v5+ must carry protocol_type and protocol_name, else
+  INCONSISTENT_GROUP_PROTOCOL (``areMandatoryProtocolTypeAndNamePresent``).
+- Followers wait (parked) for the leader's assignment; the leader's
+  assignment is written as the group's metadata record and every waiting
+  member is answered once it is durable (offsets.commit.required.acks).
+
+Version notes: v1+ throttle_time_ms; v3+ group_instance_id; v4+ flexible;
+v5+ protocol_type / protocol_name in request and response.
+"""
+
+from __future__ import annotations
+
+from broker.coordinator.group.reply import Reply as GroupReply
+from broker.errors import ErrorCode, KafkaError
+from broker.handlers.base import Reply, RequestHandler
+from broker.handlers.context import RequestContext
+from broker.handlers.group_support import caller, coordinator
+from broker.protocol.data import Data
+from broker.protocol.messages import SyncGroupResponse
+
+
+class SyncGroupHandler(RequestHandler):
+    API_KEY = 14
+    MIN_VERSION = 0
+    MAX_VERSION = 5
+
+    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+        if ctx.header.api_version >= 5 and (
+            request.protocol_type is None or request.protocol_name is None
+        ):
+            ctx.count_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            return SyncGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        try:
+            groups = coordinator(self.broker)
+        except KafkaError as exc:
+            ctx.count_error(exc.code)
+            return SyncGroupResponse(error_code=exc.code)
+        reply = groups.sync_group(caller(ctx), request)
+        if reply.done:
+            ctx.count_error(reply.value.error_code)
+            return reply.value
+        return self._parked(ctx, reply)
+
+    @staticmethod
+    async def _parked(ctx: RequestContext, reply: GroupReply[Data]) -> Data:
+        response = await reply
+        ctx.count_error(response.error_code)
+        return response
