@@ -7,7 +7,10 @@
   same versions and features (message format, codecs) against both;
 * Metadata -- every requested topic exists with N partitions led by the sink;
 * Produce -- success for every partition, base offsets counted from each
-  batch's record count (4 bytes of its header); acks=0 gets no answer.
+  batch's record count (4 bytes of its header); acks=0 gets no answer;
+* Fetch -- every requested partition answered at once as an empty, idle log
+  (no records, high watermark 0), whatever max_wait_ms says: the floor of a
+  consumer polling partitions that have nothing new.
 
 Nothing is validated, decompressed or stored; any other API closes the
 connection. Frames are cut from one receive buffer and answered in order.
@@ -23,7 +26,12 @@ from typing import Any
 
 from broker.handlers.registry import HANDLER_CLASSES
 from broker.protocol import decode_request, encode_response, parse_request_header
-from broker.protocol.messages import ApiVersionsResponse, MetadataResponse, ProduceResponse
+from broker.protocol.messages import (
+    ApiVersionsResponse,
+    FetchResponse,
+    MetadataResponse,
+    ProduceResponse,
+)
 
 _SIZE = struct.Struct(">i")
 _COUNT = struct.Struct(">i")
@@ -65,6 +73,30 @@ class Sink:
             if request.acks == 0:
                 return None
             return encode_response(header, ProduceResponse(responses=topics)).segments
+        if key == 1:
+            request = decode_request(header, frame)
+            body = FetchResponse(
+                responses=[
+                    FetchResponse.FetchableTopicResponse(
+                        topic=t.topic,
+                        topic_id=t.topic_id,
+                        partitions=[
+                            FetchResponse.PartitionData(
+                                partition_index=p.partition,
+                                error_code=0,
+                                high_watermark=0,
+                                last_stable_offset=0,
+                                log_start_offset=0,
+                                aborted_transactions=None,
+                                records=b"",
+                            )
+                            for p in t.partitions
+                        ],
+                    )
+                    for t in request.topics
+                ],
+            )
+            return encode_response(header, body).segments
         if key == 18:
             # above v4 the broker answers a v0 body with UNSUPPORTED_VERSION (KIP-511)
             unsupported = header.api_version > 4

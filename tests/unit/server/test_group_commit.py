@@ -140,6 +140,49 @@ def test_an_fsync_error_reaches_every_waiter_of_its_round_only(commit: GroupComm
     assert commit.rounds == 2
 
 
+def test_the_logs_of_one_round_are_flushed_at_the_same_time(commit: GroupCommit) -> None:
+    """Three logs in one round: their flushes overlap (each waits until all
+    three have started), and the round ends only when all of them have."""
+    logs = [FakeLog() for _ in range(3)]
+    started = threading.Barrier(3, timeout=5)
+    for log in logs:
+        log.release.clear()
+
+    def overlapping(log: FakeLog) -> Any:
+        real = log.flush
+
+        def flush(offset: int) -> bool:
+            started.wait()  # raises BrokenBarrierError unless all three run at once
+            log.release.set()
+            return real(offset)
+
+        return flush
+
+    for log in logs:
+        log.flush = overlapping(log)  # type: ignore[method-assign]
+
+    async def scenario() -> bool:
+        return await commit.wait_flushed([(as_log(log), 3) for log in logs], 5)
+
+    assert run(scenario()) is True
+    assert [log.recovery_point for log in logs] == [3, 3, 3]
+    assert commit.rounds == 1
+
+
+def test_an_error_of_one_log_in_a_round_of_several_fails_its_waiters(
+    commit: GroupCommit,
+) -> None:
+    good, bad = FakeLog(), FakeLog()
+    bad.fail = OSError(28, "No space left on device")
+
+    async def scenario() -> None:
+        with pytest.raises(OSError, match="No space"):
+            await commit.wait_flushed([(as_log(good), 2), (as_log(bad), 2)], 5)
+
+    run(scenario())
+    assert good.recovery_point == 2  # the other log's flush still ran to its end
+
+
 def test_a_waiter_that_times_out_gets_false_and_the_round_still_completes(
     commit: GroupCommit,
 ) -> None:

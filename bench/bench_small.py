@@ -1,0 +1,245 @@
+"""Small requests: the fixed cost of a request (``python -m bench small``, issue 20).
+
+Servers run pinned to core 0, clients on core 1 (``bench/bench_server.py``'s
+helpers); topics are created first; each figure is the best of a few bounded
+rounds, the broker's and the baseline's rounds alternating.
+
+(1) 1 KB (8 records) and 16 KB (~140 records) produce requests, one partition
+    each, 8 partitions, 100 B records, 64 requests in flight, acks=1, from
+    ``bench/loadgen.py``: requests/s against ``bench/ack_sink.py`` (same
+    receive and response code, no validation, no storage). Goal >= 0.5x.
+(2) The same 1 KB and 16 KB requests with acks=all against acks=1 on the
+    broker. Goal >= 0.7x.
+(3) 1,000 connections, each sending a 1 KB acks=1 request every 100 ms
+    (10,000 requests/s together, from one asyncio client): all answered, p99
+    latency below 20 ms.
+(4) A consumer polling 100 partitions of an idle log with max_wait_ms=0
+    (Fetch v12, one request at a time): requests/s against the sink answering
+    the same fetches empty. Goal >= 0.5x.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.bench_server import CLIENT_CPU, broker, on_client_cpu, sink
+from bench.common import Report, settle
+
+ROUNDS = 3
+WINDOW = 64
+PARTITIONS = 8
+SIZES = {"1 KB": 1000, "16 KB": 16_000}
+#: (3)
+CONNECTIONS = 1000
+INTERVAL_S = 0.1
+OPEN_LOOP_SECONDS = 5.0
+#: (4)
+FETCH_PARTITIONS = 100
+FETCH_SECONDS = 4.0
+
+
+def _loadgen(port: int, topic: str, request_bytes: int, acks: int) -> dict[str, Any]:
+    out = subprocess.run(
+        [
+            sys.executable, "-m", "bench.loadgen", "--port", str(port), "--topic", topic,
+            "--partitions", str(PARTITIONS), "--request-bytes", str(request_bytes),
+            "--record-bytes", "100", "--acks", str(acks), "--window", str(WINDOW),
+            "--requests", "300000", "--warmup", "200", "--seconds", "5",
+            "--cpu", str(CLIENT_CPU),
+        ],
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )  # fmt: skip
+    result: dict[str, Any] = json.loads(out.stdout.decode().strip().splitlines()[-1])
+    assert set(result["errors"]) == {"0"}, result["errors"]
+    result["rate"] = result["requests"] / result["elapsed"]
+    return result
+
+
+def _best(port: int, topic: str, request_bytes: int, acks: int) -> dict[str, Any]:
+    rounds = []
+    for _ in range(ROUNDS):
+        settle()
+        rounds.append(_loadgen(port, topic, request_bytes, acks))
+    return max(rounds, key=lambda r: r["rate"])
+
+
+# ---- (3) many connections, open loop ------------------------------------------------------
+
+
+async def _open_loop(port: int, topic: str) -> dict[str, Any]:
+    from bench.loadgen import build_frames
+
+    frames, _ = build_frames(topic, PARTITIONS, 1000, 100, 1)
+    latencies: list[float] = []
+    errors = 0
+
+    async def client(i: int) -> None:
+        nonlocal errors
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        frame = frames[i % len(frames)]
+        await asyncio.sleep(INTERVAL_S * (i / CONNECTIONS))  # spread the first sends
+        deadline = time.monotonic() + OPEN_LOOP_SECONDS
+        next_send = time.monotonic()
+        while next_send < deadline:
+            start = time.perf_counter()
+            writer.write(frame)
+            try:
+                size = int.from_bytes(await reader.readexactly(4), "big")
+                await reader.readexactly(size)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                errors += 1
+                break
+            latencies.append(time.perf_counter() - start)
+            next_send += INTERVAL_S
+            await asyncio.sleep(max(0.0, next_send - time.monotonic()))
+        writer.close()
+
+    await asyncio.gather(*(client(i) for i in range(CONNECTIONS)))
+    latencies.sort()
+    expected = CONNECTIONS * int(OPEN_LOOP_SECONDS / INTERVAL_S)
+    return {
+        "answered": len(latencies),
+        "expected": expected,
+        "errors": errors,
+        "p50_ms": latencies[len(latencies) // 2] * 1e3 if latencies else float("nan"),
+        "p99_ms": latencies[int(len(latencies) * 0.99)] * 1e3 if latencies else float("nan"),
+    }
+
+
+# ---- (4) small fetches --------------------------------------------------------------------
+
+
+def _fetch_rate(port: int, topic: str) -> float:
+    import socket
+    import uuid
+
+    from broker.protocol import encode_request
+    from broker.protocol.messages import FetchRequest
+
+    request = FetchRequest(
+        replica_id=-1,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=50 << 20,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[
+            FetchRequest.FetchTopic(
+                topic=topic,
+                topic_id=uuid.UUID(int=0),
+                partitions=[
+                    FetchRequest.FetchPartition(
+                        partition=p,
+                        current_leader_epoch=-1,
+                        fetch_offset=0,
+                        last_fetched_epoch=-1,
+                        log_start_offset=-1,
+                        partition_max_bytes=1 << 20,
+                    )
+                    for p in range(FETCH_PARTITIONS)
+                ],
+            )
+        ],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
+    frame = encode_request(12, 1, "bench-fetch", request).to_bytes()
+    done = 0
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        deadline = time.perf_counter() + FETCH_SECONDS
+        start = time.perf_counter()
+        while time.perf_counter() < deadline:
+            s.sendall(frame)
+            size = int.from_bytes(_exact(s, 4), "big")
+            _exact(s, size)
+            done += 1
+        return done / (time.perf_counter() - start)
+
+
+def _exact(s: Any, n: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        chunk = s.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError("closed")
+        out += chunk
+    return bytes(out)
+
+
+def main(report: Report) -> None:
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        from tests.integration.wire import create_topics_on_disk
+
+        create_topics_on_disk(
+            tmp / "small", {"small": (PARTITIONS, {}), "idle": (FETCH_PARTITIONS, {})}
+        )
+        with broker(tmp, "small") as (port, _server), sink(tmp) as sink_port:
+            for label, size in SIZES.items():
+                ours = _best(port, "small", size, 1)
+                base = _best(sink_port, "small", size, 1)
+                report.ratio(
+                    f"(1) {label} acks=1 req/s, broker vs ack sink",
+                    base["elapsed"] / base["requests"],
+                    ours["elapsed"] / ours["requests"],
+                    goal=">= 0.5x",
+                    ok=ours["rate"] >= 0.5 * base["rate"],
+                )
+                report.value(f"(1) {label} broker req/s", ours["rate"], "req/s")
+                report.value(f"(1) {label} sink req/s", base["rate"], "req/s")
+                report.value(f"(1) {label} broker p99 (ms)", ours["p99_ms"], "ms")
+                durable = _best(port, "small", size, -1)
+                report.ratio(
+                    f"(2) {label} acks=all vs acks=1",
+                    ours["elapsed"] / ours["requests"],
+                    durable["elapsed"] / durable["requests"],
+                    goal=">= 0.7x",
+                    ok=durable["rate"] >= 0.7 * ours["rate"],
+                )
+                report.value(f"(2) {label} acks=all req/s", durable["rate"], "req/s")
+                report.value(f"(2) {label} acks=all p99 (ms)", durable["p99_ms"], "ms")
+            with on_client_cpu():
+                settle()
+                open_loop = asyncio.run(_open_loop(port, "small"))
+            ok = open_loop["answered"] == open_loop["expected"] and open_loop["p99_ms"] < 20
+            report.value(
+                f"(3) {CONNECTIONS} connections x 1 KB every 100 ms: answered of "
+                f"{open_loop['expected']}",
+                open_loop["answered"],
+                "requests",
+            )
+            report.value(
+                f"(3) p99 latency (ms, goal < 20){'  [goal met]' if ok else '  [goal MISSED]'}",
+                open_loop["p99_ms"],
+                "ms",
+            )
+            with on_client_cpu():
+                ours_fetch = max(_fetch_rate(port, "idle") for _ in range(ROUNDS))
+                base_fetch = max(_fetch_rate(sink_port, "idle") for _ in range(ROUNDS))
+            report.ratio(
+                f"(4) fetch of {FETCH_PARTITIONS} idle partitions, max_wait 0: req/s vs sink",
+                1 / base_fetch,
+                1 / ours_fetch,
+                goal=">= 0.5x",
+                ok=ours_fetch >= 0.5 * base_fetch,
+            )
+            report.value("(4) broker fetches/s", ours_fetch, "req/s")
+            report.value("(4) sink fetches/s", base_fetch, "req/s")
+
+
+if __name__ == "__main__":
+    r = Report()
+    os.environ.setdefault("BROKER_LOG_LEVEL", "WARNING")
+    main(r)
