@@ -48,6 +48,7 @@ from broker.partition.replica_manager import ReplicaManager
 from broker.records import scan
 from broker.security.acl_control import AclControl, open_acl_control
 from broker.security.acl_store import AclStoreError
+from broker.security_config import parse_protocol_map
 from broker.server import quotas as connection_quotas
 from broker.server.budget import ReceiveBudget
 from broker.server.connection import Connection, ConnectionLimits
@@ -55,7 +56,13 @@ from broker.server.dispatch import Dispatcher
 from broker.server.file_region import write_file_region
 from broker.server.group_commit import GroupCommit
 from broker.server.http import OpsEndpoint
-from broker.server.listener import advertised_host, parse_listeners, start_listener
+from broker.server.listener import (
+    ListenerSpec,
+    advertised_host,
+    parse_advertised,
+    parse_listeners,
+    start_listener,
+)
 from broker.server.registry import (
     EXPIRY_REASONS,
     ConnectionRecorder,
@@ -102,7 +109,20 @@ class BrokerApp:
 
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
-        self.listener = parse_listeners(config.get("listeners"))
+        protocol_map = parse_protocol_map(
+            "listener.security.protocol.map", config.get("listener.security.protocol.map")
+        )
+        self.listeners = parse_listeners(config.get("listeners"), protocol_map=protocol_map)
+        self.advertised_specs = parse_advertised(
+            config.get("advertised.listeners"), self.listeners, protocol_map
+        )
+        for spec in self.listeners:
+            if spec.protocol != "PLAINTEXT":
+                raise InvalidConfigError(
+                    f"Invalid value {','.join(config.get('listeners'))} for configuration"
+                    f" listeners: listener {spec.name} is {spec.protocol}; this build serves"
+                    " PLAINTEXT listeners only"
+                )
         self.metrics = BrokerMetrics(
             records_implementation=scan.IMPLEMENTATION,
             event_loop=event_loop_name(),
@@ -123,9 +143,11 @@ class BrokerApp:
         self.ops = OpsEndpoint(self.metrics.render)
         self.group_commit = GroupCommit()
         self.registry: ConnectionRegistry | None = None
+        #: the bound port of each listener, by name; bound_port is the first listener's
+        self.bound_ports: dict[str, int] = {}
         self.bound_port = 0
         self.metrics_port = 0
-        self._server: asyncio.AbstractServer | None = None
+        self._servers: list[asyncio.AbstractServer] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
         self._offload_pool: concurrent.futures.ThreadPoolExecutor | None = None
@@ -213,23 +235,18 @@ class BrokerApp:
         )
         dispatcher = Dispatcher(HandlerRegistry(broker), self.meters)
 
-        def factory() -> Connection:
-            return Connection(
-                dispatcher, limits, budget, write_segment=write_file_region, owner=registry
+        for spec in self.listeners:
+            server, port = await start_listener(
+                spec,
+                self._connection_factory(spec, dispatcher, limits, budget, registry),
+                send_buffer=int(cfg.get("socket.send.buffer.bytes")),
+                receive_buffer=int(cfg.get("socket.receive.buffer.bytes")),
             )
-
-        self._server, self.bound_port = await start_listener(
-            self.listener,
-            factory,
-            send_buffer=int(cfg.get("socket.send.buffer.bytes")),
-            receive_buffer=int(cfg.get("socket.receive.buffer.bytes")),
-        )
-        advertised = cfg.get("advertised.listeners")
-        if advertised:
-            spec = parse_listeners(advertised, "advertised.listeners")
-            broker.advertised = Endpoint(advertised_host(spec.host), spec.port or self.bound_port)
-        else:
-            broker.advertised = Endpoint(advertised_host(self.listener.host), self.bound_port)
+            self._servers.append(server)
+            self.bound_ports[spec.name] = port
+        self.bound_port = self.bound_ports[self.listeners[0].name]
+        broker.advertised_listeners = self._advertised_endpoints()
+        broker.advertised = broker.advertised_listeners[self.listeners[0].name]
 
         registry.start()
         self._schedule(self._retention_tick, int(cfg.get("log.retention.check.interval.ms")) / 1000)
@@ -246,20 +263,53 @@ class BrokerApp:
         self._schedule(self._producer_expiration_tick, PRODUCER_EXPIRATION_CHECK_MS / 1000)
         self.ops.ready = True
         log.info(
-            "broker %s started: node %d, Kafka listener %s:%d (advertised %s:%d), metrics %s, "
+            "broker %s started: node %d, Kafka listeners %s, metrics %s, "
             "records implementation %s, event loop %s, %d partitions in %s",
             __version__,
             broker.node_id,
-            self.listener.host or "0.0.0.0",
-            self.bound_port,
-            broker.advertised.host,
-            broker.advertised.port,
+            ", ".join(
+                f"{spec.name} ({spec.protocol}) {spec.host or '0.0.0.0'}:"
+                f"{self.bound_ports[spec.name]} advertised as {ep.host}:{ep.port}"
+                for spec in self.listeners
+                for ep in (broker.advertised_listeners[spec.name],)
+            ),
             f"port {self.metrics_port}" if metrics_listener else "off",
             scan.IMPLEMENTATION,
             event_loop_name(),
             len(self.log_manager.all_logs()),
             ",".join(str(d) for d in self.log_manager.log_dirs),
         )
+
+    def _connection_factory(
+        self,
+        spec: ListenerSpec,
+        dispatcher: Dispatcher,
+        limits: ConnectionLimits,
+        budget: ReceiveBudget,
+        registry: ConnectionRegistry,
+    ) -> Callable[[], Connection]:
+        name = spec.name
+
+        def factory() -> Connection:
+            conn = Connection(
+                dispatcher, limits, budget, write_segment=write_file_region, owner=registry
+            )
+            conn.listener_name = name
+            return conn
+
+        return factory
+
+    def _advertised_endpoints(self) -> dict[str, Endpoint]:
+        """What Metadata tells a client of each listener (Kafka: the listener it came in on)."""
+        out = {}
+        for spec in self.listeners:
+            bound = self.bound_ports[spec.name]
+            adv = self.advertised_specs.get(spec.name)
+            if adv is not None:
+                out[spec.name] = Endpoint(advertised_host(adv.host), adv.port or bound)
+            else:
+                out[spec.name] = Endpoint(advertised_host(spec.host), bound)
+        return out
 
     def _log_samples(self) -> list[LogSample]:
         return [LogSample(*s) for s in self.log_manager.log_stats()]
@@ -322,8 +372,8 @@ class BrokerApp:
 
     async def shutdown(self) -> None:
         self.ops.ready = False
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         # stop reading everywhere; each connection closes once the responses of
         # the requests it already took are written
         for conn in list(self.connections):
