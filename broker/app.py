@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import os
 import resource
@@ -48,6 +49,8 @@ from broker.partition.replica_manager import ReplicaManager
 from broker.records import scan
 from broker.security.acl_control import AclControl, open_acl_control
 from broker.security.acl_store import AclStoreError
+from broker.security.principal_mapping import PrincipalMapper
+from broker.security.tls import ReloadingContext, TlsSettings, listener_value
 from broker.security_config import parse_protocol_map
 from broker.server import quotas as connection_quotas
 from broker.server.budget import ReceiveBudget
@@ -63,12 +66,15 @@ from broker.server.listener import (
     parse_listeners,
     start_listener,
 )
+from broker.server.listener_security import ListenerSecurity
 from broker.server.registry import (
     EXPIRY_REASONS,
     ConnectionRecorder,
     ConnectionRegistry,
+    ListenerRecorder,
     TimeLimits,
 )
+from broker.server.tls_handshakes import HandshakeWatch
 
 log = logging.getLogger("broker")
 
@@ -117,11 +123,11 @@ class BrokerApp:
             config.get("advertised.listeners"), self.listeners, protocol_map
         )
         for spec in self.listeners:
-            if spec.protocol != "PLAINTEXT":
+            if spec.sasl:
                 raise InvalidConfigError(
                     f"Invalid value {','.join(config.get('listeners'))} for configuration"
                     f" listeners: listener {spec.name} is {spec.protocol}; this build serves"
-                    " PLAINTEXT listeners only"
+                    " PLAINTEXT and SSL listeners only"
                 )
         self.metrics = BrokerMetrics(
             records_implementation=scan.IMPLEMENTATION,
@@ -148,6 +154,8 @@ class BrokerApp:
         self.bound_port = 0
         self.metrics_port = 0
         self._servers: list[asyncio.AbstractServer] = []
+        #: each listener's security (TLS context, principal mapping, SASL), by name
+        self.security: dict[str, ListenerSecurity] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
         self._offload_pool: concurrent.futures.ThreadPoolExecutor | None = None
@@ -217,6 +225,7 @@ class BrokerApp:
             cfg,
             per_ip_overrides,
             self.meters.connection_meters(connection_quotas.REASONS, EXPIRY_REASONS),
+            self.metrics,
         )
         self.metrics.connection_provider = lambda: ConnectionSample(budget.used, registry.paused())
 
@@ -235,12 +244,20 @@ class BrokerApp:
         )
         dispatcher = Dispatcher(HandlerRegistry(broker), self.meters)
 
+        handshake_s = handshake_timeout_s(cfg)
         for spec in self.listeners:
+            security = self.security[spec.name] = listener_security(
+                cfg, spec, self.metrics, handshake_s, loop.time
+            )
+            if security.watch is not None:
+                registry.extra_sweeps.append(security.watch.sweep)
             server, port = await start_listener(
                 spec,
                 self._connection_factory(spec, dispatcher, limits, budget, registry),
                 send_buffer=int(cfg.get("socket.send.buffer.bytes")),
                 receive_buffer=int(cfg.get("socket.receive.buffer.bytes")),
+                ssl_context=None if security.tls is None else security.tls.listening,
+                ssl_handshake_timeout=handshake_s if security.tls is not None else None,
             )
             self._servers.append(server)
             self.bound_ports[spec.name] = port
@@ -261,6 +278,9 @@ class BrokerApp:
         )
         self._schedule(self._delete_tick, DELETE_TICK_S)
         self._schedule(self._producer_expiration_tick, PRODUCER_EXPIRATION_CHECK_MS / 1000)
+        reload_ms = int(cfg.get("ssl.reload.interval.ms"))
+        if reload_ms > 0 and any(sec.tls is not None for sec in self.security.values()):
+            self._schedule(self._tls_reload_tick, reload_ms / 1000)
         self.ops.ready = True
         log.info(
             "broker %s started: node %d, Kafka listeners %s, metrics %s, "
@@ -289,12 +309,14 @@ class BrokerApp:
         registry: ConnectionRegistry,
     ) -> Callable[[], Connection]:
         name = spec.name
+        security = self.security[name]
 
         def factory() -> Connection:
             conn = Connection(
                 dispatcher, limits, budget, write_segment=write_file_region, owner=registry
             )
             conn.listener_name = name
+            conn.security = security
             return conn
 
         return factory
@@ -357,6 +379,26 @@ class BrokerApp:
     async def _producer_expiration_tick(self) -> None:
         self.log_manager.remove_expired_producers()
 
+    async def _tls_reload_tick(self) -> None:
+        self.reload_tls(only_changed=True)
+
+    def reload_tls(self, *, only_changed: bool = False) -> int:
+        """Rebuild the TLS contexts whose files changed (every one on SIGHUP): new
+        connections get them, open ones keep theirs. A broken file keeps the old
+        context and is logged. Returns how many were replaced."""
+        replaced = 0
+        for name, security in self.security.items():
+            tls = security.tls
+            if tls is None or (only_changed and not tls.changed()):
+                continue
+            if tls.reload(functools.partial(_log_reload_error, name)):
+                replaced += 1
+                self.metrics.tls_reloads.labels(name, "success").inc()
+                log.info("listener %s: TLS key and trust stores reloaded", name)
+            else:
+                self.metrics.tls_reloads.labels(name, "failure").inc()
+        return replaced
+
     # ---- run and stop ---------------------------------------------------------------------------
 
     def request_stop(self) -> None:
@@ -366,6 +408,7 @@ class BrokerApp:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
+        loop.add_signal_handler(signal.SIGHUP, self.reload_tls)
         await self._stopping.wait()
         log.info("shutting down")
         await self.shutdown()
@@ -403,6 +446,34 @@ class BrokerApp:
         log.info("shut down cleanly")
 
 
+def _log_reload_error(listener: str, message: str) -> None:
+    log.error("listener %s keeps its TLS context: %s", listener, message)
+
+
+def handshake_timeout_s(cfg: BrokerConfig) -> float:
+    """How long a TLS handshake may take: connection.frame.timeout.ms (a handshake
+    is the frames before the first one), asyncio's 60 s when that is off."""
+    frame_ms = int(cfg.get("connection.frame.timeout.ms"))
+    return frame_ms / 1000 if frame_ms > 0 else 60.0
+
+
+def listener_security(
+    cfg: BrokerConfig,
+    spec: ListenerSpec,
+    metrics: BrokerMetrics,
+    handshake_s: float,
+    clock: Callable[[], float],
+) -> ListenerSecurity:
+    """The listener's TLS context, principal mapping and SASL settings, checked now
+    (an InvalidConfigError names the key)."""
+    if not spec.tls:
+        return ListenerSecurity(spec, metrics)
+    watch = HandshakeWatch(spec.name, metrics, handshake_s, clock)
+    tls = ReloadingContext(TlsSettings.from_config(cfg, spec.name), watch.sslobject_class())
+    mapper = PrincipalMapper(listener_value(cfg, spec.name, "ssl.principal.mapping.rules"))
+    return ListenerSecurity(spec, metrics, tls=tls, watch=watch, mapper=mapper)
+
+
 def receive_budget_bytes(cfg: BrokerConfig) -> int:
     """``queued.max.request.bytes`` (-1 or 0: 512 MiB), at least one whole request as
     Kafka requires (``KafkaConfig``: "must be larger or equal to socket.request.max.bytes")."""
@@ -431,7 +502,10 @@ def connection_overrides(cfg: BrokerConfig) -> dict[str, int]:
 
 
 async def connection_registry(
-    cfg: BrokerConfig, overrides: dict[str, int], recorder: ConnectionRecorder
+    cfg: BrokerConfig,
+    overrides: dict[str, int],
+    recorder: ConnectionRecorder,
+    listener_recorder: ListenerRecorder | None = None,
 ) -> ConnectionRegistry:
     """The connection quotas and time limits of ``cfg``: override hostnames are
     resolved now, and ``max.connections`` is capped by the descriptors left
@@ -457,7 +531,7 @@ async def connection_registry(
         idle_ms=int(cfg.get("connections.max.idle.ms")),
         frame_ms=int(cfg.get("connection.frame.timeout.ms")),
     )
-    return ConnectionRegistry(quotas, limits, recorder)
+    return ConnectionRegistry(quotas, limits, recorder, listener_recorder)
 
 
 # ---- the `serve` command ------------------------------------------------------------------------
