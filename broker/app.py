@@ -34,6 +34,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from broker import __version__
 from broker.config import BrokerConfig, parse_host_counts, parse_overrides, parse_properties
@@ -49,9 +50,24 @@ from broker.partition.replica_manager import ReplicaManager
 from broker.records import scan
 from broker.security.acl_control import AclControl, open_acl_control
 from broker.security.acl_store import AclStoreError
+from broker.security.jaas import parse_jaas, plain_users
+from broker.security.oauth import JwtValidator
 from broker.security.principal_mapping import PrincipalMapper
-from broker.security.tls import ReloadingContext, TlsSettings, listener_value
-from broker.security_config import parse_protocol_map
+from broker.security.sasl_mechanisms import (
+    OAuthBearerExchange,
+    PlainExchange,
+    SaslExchange,
+    ScramExchange,
+)
+from broker.security.scram_control import ScramControl
+from broker.security.scram_store import ScramStore, ScramStoreError
+from broker.security.tls import (
+    ReloadingContext,
+    TlsSettings,
+    listener_key_name,
+    listener_value,
+)
+from broker.security_config import SASL_MECHANISMS, parse_protocol_map
 from broker.server import quotas as connection_quotas
 from broker.server.budget import ReceiveBudget
 from broker.server.connection import Connection, ConnectionLimits
@@ -74,9 +90,14 @@ from broker.server.registry import (
     ListenerRecorder,
     TimeLimits,
 )
+from broker.server.sasl_gate import SaslListener
 from broker.server.tls_handshakes import HandshakeWatch
 
 log = logging.getLogger("broker")
+
+OAUTH_VALIDATOR_CLASS = (
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+)
 
 #: queued.max.request.bytes when set to -1 or 0 (Kafka: no bound)
 DEFAULT_QUEUED_MAX_REQUEST_BYTES = 512 * 1024 * 1024
@@ -122,13 +143,6 @@ class BrokerApp:
         self.advertised_specs = parse_advertised(
             config.get("advertised.listeners"), self.listeners, protocol_map
         )
-        for spec in self.listeners:
-            if spec.sasl:
-                raise InvalidConfigError(
-                    f"Invalid value {','.join(config.get('listeners'))} for configuration"
-                    f" listeners: listener {spec.name} is {spec.protocol}; this build serves"
-                    " PLAINTEXT and SSL listeners only"
-                )
         self.metrics = BrokerMetrics(
             records_implementation=scan.IMPLEMENTATION,
             event_loop=event_loop_name(),
@@ -229,6 +243,9 @@ class BrokerApp:
         )
         self.metrics.connection_provider = lambda: ConnectionSample(budget.used, registry.paused())
 
+        # SCRAM credentials (KIP-554), kept in the first log dir like the ACLs
+        scram_control = ScramControl(ScramStore(self.log_manager.log_dirs[0]).load())
+
         # the advertised address needs the bound port when listeners asks for port 0
         broker = BrokerContext(
             config=cfg,
@@ -241,13 +258,14 @@ class BrokerApp:
             durability=self.group_commit,
             producer_ids=producer_ids,
             acl_control=acl_control,
+            scram_control=scram_control,
         )
         dispatcher = Dispatcher(HandlerRegistry(broker), self.meters)
 
         handshake_s = handshake_timeout_s(cfg)
         for spec in self.listeners:
             security = self.security[spec.name] = listener_security(
-                cfg, spec, self.metrics, handshake_s, loop.time
+                cfg, spec, self.metrics, handshake_s, loop.time, scram_control=scram_control
             )
             if security.watch is not None:
                 registry.extra_sweeps.append(security.watch.sweep)
@@ -463,15 +481,111 @@ def listener_security(
     metrics: BrokerMetrics,
     handshake_s: float,
     clock: Callable[[], float],
+    *,
+    scram_control: ScramControl,
 ) -> ListenerSecurity:
     """The listener's TLS context, principal mapping and SASL settings, checked now
     (an InvalidConfigError names the key)."""
+    sasl = sasl_listener(cfg, spec, metrics, scram_control) if spec.sasl else None
     if not spec.tls:
-        return ListenerSecurity(spec, metrics)
+        return ListenerSecurity(spec, metrics, sasl=sasl)
     watch = HandshakeWatch(spec.name, metrics, handshake_s, clock)
     tls = ReloadingContext(TlsSettings.from_config(cfg, spec.name), watch.sslobject_class())
     mapper = PrincipalMapper(listener_value(cfg, spec.name, "ssl.principal.mapping.rules"))
-    return ListenerSecurity(spec, metrics, tls=tls, watch=watch, mapper=mapper)
+    return ListenerSecurity(spec, metrics, tls=tls, watch=watch, mapper=mapper, sasl=sasl)
+
+
+def sasl_listener(
+    cfg: BrokerConfig, spec: ListenerSpec, metrics: BrokerMetrics, scram_control: ScramControl
+) -> SaslListener:
+    """The SASL settings of a SASL_PLAINTEXT / SASL_SSL listener, checked now."""
+    name = spec.name
+    key = listener_key_name(cfg, name, "sasl.enabled.mechanisms")
+    mechanisms = tuple(
+        m.strip().upper() for m in listener_value(cfg, name, "sasl.enabled.mechanisms")
+    )
+    unsupported = [m for m in mechanisms if m not in SASL_MECHANISMS]
+    if unsupported or not mechanisms:
+        raise InvalidConfigError(
+            f"Invalid value {','.join(mechanisms)} for configuration {key}: listener {name} is"
+            f" {spec.protocol} and this broker supports {', '.join(SASL_MECHANISMS)}"
+            + (f" (not {', '.join(unsupported)})" if unsupported else "")
+        )
+    exchanges: dict[str, Callable[[], SaslExchange]] = {}
+    reauth: dict[str, int] = {}
+    for mechanism in mechanisms:
+        reauth[mechanism] = int(mechanism_value(cfg, name, mechanism, "connections.max.reauth.ms"))
+        if mechanism == "PLAIN":
+            jaas_key, jaas = mechanism_setting(cfg, name, mechanism, "sasl.jaas.config")
+            if not jaas:
+                raise InvalidConfigError(
+                    f"listener {name} enables PLAIN but names no users: set"
+                    f" listener.name.{name.lower()}.plain.sasl.jaas.config to"
+                    " org.apache.kafka.common.security.plain.PlainLoginModule required"
+                    ' user_<name>="<password>" ...;'
+                )
+            users = plain_users(parse_jaas(jaas, jaas_key), jaas_key)
+            if not users:
+                raise InvalidConfigError(
+                    f"Invalid value for configuration {jaas_key}: no user_<name> option"
+                )
+            exchanges[mechanism] = functools.partial(PlainExchange, users)
+        elif mechanism == "OAUTHBEARER":
+            handler_key, handler = mechanism_setting(
+                cfg, name, mechanism, "sasl.server.callback.handler.class"
+            )
+            if handler and handler != OAUTH_VALIDATOR_CLASS:
+                raise InvalidConfigError(
+                    f"Invalid value {handler} for configuration {handler_key}: this broker"
+                    f" validates signed JWTs ({OAUTH_VALIDATOR_CLASS}) only"
+                )
+            url = listener_value(cfg, name, "sasl.oauthbearer.jwks.endpoint.url")
+            if not url:
+                raise InvalidConfigError(
+                    f"listener {name} enables OAUTHBEARER: set sasl.oauthbearer.jwks.endpoint.url"
+                    " (a file: URL of the JWKS that signs the tokens); unsigned tokens are"
+                    " never accepted"
+                )
+            validator = JwtValidator(
+                url,
+                issuer=listener_value(cfg, name, "sasl.oauthbearer.expected.issuer") or None,
+                audience=tuple(listener_value(cfg, name, "sasl.oauthbearer.expected.audience")),
+                clock_skew_s=int(listener_value(cfg, name, "sasl.oauthbearer.clock.skew.seconds")),
+                scope_claim=str(listener_value(cfg, name, "sasl.oauthbearer.scope.claim.name")),
+                sub_claim=str(listener_value(cfg, name, "sasl.oauthbearer.sub.claim.name")),
+            )
+            exchanges[mechanism] = functools.partial(OAuthBearerExchange, validator)
+        else:
+            exchanges[mechanism] = functools.partial(ScramExchange, mechanism, scram_control.lookup)
+    return SaslListener(
+        listener=name,
+        mechanisms=mechanisms,
+        exchanges=exchanges,
+        reauth_ms=reauth,
+        max_receive=int(listener_value(cfg, name, "sasl.server.max.receive.size")),
+        failed_delay_s=int(cfg.get("connection.failed.authentication.delay.ms")) / 1000,
+        recorder=metrics,
+        tls=spec.tls,
+    )
+
+
+def mechanism_setting(
+    cfg: BrokerConfig, listener: str, mechanism: str, key: str
+) -> tuple[str, str | None]:
+    """(key name, value) of listener.name.<l>.<mechanism>.<key>, then
+    listener.name.<l>.<key>, then <key>."""
+    for name in (
+        f"listener.name.{listener.lower()}.{mechanism.lower()}.{key}",
+        f"listener.name.{listener.lower()}.{key}",
+        key,
+    ):
+        if cfg.is_set(name):
+            return name, cfg.get(name)
+    return key, cfg.get(key)
+
+
+def mechanism_value(cfg: BrokerConfig, listener: str, mechanism: str, key: str) -> Any:
+    return mechanism_setting(cfg, listener, mechanism, key)[1]
 
 
 def receive_budget_bytes(cfg: BrokerConfig) -> int:
@@ -581,7 +695,7 @@ def run(args: argparse.Namespace) -> int:
         except LogDirLockedError as exc:
             print(f"broker: {exc}", file=sys.stderr)
             return 1
-        except AclStoreError as exc:
+        except (AclStoreError, ScramStoreError) as exc:
             print(f"broker: cannot start: {exc}", file=sys.stderr)
             await app.ops.stop()
             app.log_manager.shutdown()

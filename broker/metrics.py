@@ -651,6 +651,10 @@ class BrokerMetrics:
     def authenticated(self, listener: str, mechanism: str, success: bool) -> None:
         self.authentications.labels(listener, mechanism, "success" if success else "failure").inc()
 
+    def session_expired(self, listener: str) -> None:
+        """A SASL session outlived (KIP-368): the connection is closed."""
+        self.connections_expired.labels("sasl_session").inc()
+
     def listener_opened(self, listener: str) -> None:
         self.listener_connections.labels(listener).inc()
 

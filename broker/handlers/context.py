@@ -27,6 +27,7 @@ from broker.partition.replica_manager import ReplicaManager
 from broker.protocol.header import RequestHeader
 from broker.security.acl_control import AclControl
 from broker.security.authorizer import StandardAuthorizer
+from broker.security.scram_control import ScramControl
 from broker.validator import MetricsRecorder
 
 if TYPE_CHECKING:
@@ -143,6 +144,8 @@ class BrokerContext:
     #: the ACLs and their authorizer; None without ``authorizer.class.name``
     #: (every request is allowed, as in Kafka without an authorizer)
     acl_control: AclControl | None = None
+    #: the SCRAM credentials (KIP-554); None in tests that do not need them
+    scram_control: ScramControl | None = None
     #: the advertised address of each listener, by listener name (upper case)
     advertised_listeners: dict[str, Endpoint] = field(default_factory=dict)
 

@@ -29,6 +29,11 @@ from broker.handlers.list_offsets import ListOffsetsHandler
 from broker.handlers.metadata import MetadataHandler
 from broker.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
 from broker.handlers.produce import ProduceHandler
+from broker.handlers.sasl import SaslAuthenticateHandler, SaslHandshakeHandler
+from broker.handlers.scram_credentials import (
+    AlterUserScramCredentialsHandler,
+    DescribeUserScramCredentialsHandler,
+)
 
 HANDLER_CLASSES: tuple[type[RequestHandler], ...] = (
     ProduceHandler,
@@ -52,6 +57,11 @@ HANDLER_CLASSES: tuple[type[RequestHandler], ...] = (
     DescribeAclsHandler,
     CreateAclsHandler,
     DeleteAclsHandler,
+    # SASL outside an exchange (server/sasl_gate.py serves the exchange) and KIP-554
+    SaslHandshakeHandler,
+    SaslAuthenticateHandler,
+    DescribeUserScramCredentialsHandler,
+    AlterUserScramCredentialsHandler,
 )
 
 

@@ -34,5 +34,29 @@ def test_every_version_is_covered():
     # 20 APIs, request and response each: Kafka 3.9's version counts (the last
     # three: DescribeAcls, CreateAcls, DeleteAcls)
     assert len(CASES) == 2 * (
-        12 + 18 + 10 + 13 + 7 + 5 + 8 + 7 + 3 + 6 + 5 + 5 + 3 + 5 + 4 + 2 + 2 + 4 + 4 + 4
+        12
+        + 18
+        + 10
+        + 13
+        + 7
+        + 5
+        + 8
+        + 7
+        + 3
+        + 6
+        + 5
+        + 5
+        + 3
+        + 5
+        + 4
+        + 2
+        + 2
+        + 4
+        + 4
+        + 4
+        # SaslHandshake 0-1, SaslAuthenticate 0-2, Describe/AlterUserScramCredentials 0
+        + 2
+        + 3
+        + 1
+        + 1
     )

@@ -26,6 +26,10 @@ EXPECTED = {
     37: ("CreatePartitions", 0, 3, 2),
     44: ("IncrementalAlterConfigs", 0, 1, 1),
     60: ("DescribeCluster", 0, 1, 0),
+    17: ("SaslHandshake", 0, 1, 0),
+    36: ("SaslAuthenticate", 0, 2, 2),
+    50: ("DescribeUserScramCredentials", 0, 0, 0),
+    51: ("AlterUserScramCredentials", 0, 0, 0),
 }
 
 
