@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import os
 import resource
@@ -33,6 +34,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from broker import __version__
 from broker.config import BrokerConfig, parse_host_counts, parse_overrides, parse_properties
@@ -50,6 +52,24 @@ from broker.partition.replica_manager import ReplicaManager
 from broker.records import scan
 from broker.security.acl_control import AclControl, open_acl_control
 from broker.security.acl_store import AclStoreError
+from broker.security.jaas import parse_jaas, plain_users
+from broker.security.oauth import JwtValidator
+from broker.security.principal_mapping import PrincipalMapper
+from broker.security.sasl_mechanisms import (
+    OAuthBearerExchange,
+    PlainExchange,
+    SaslExchange,
+    ScramExchange,
+)
+from broker.security.scram_control import ScramControl
+from broker.security.scram_store import ScramStore, ScramStoreError
+from broker.security.tls import (
+    ReloadingContext,
+    TlsSettings,
+    listener_key_name,
+    listener_value,
+)
+from broker.security_config import SASL_MECHANISMS, parse_protocol_map
 from broker.server import quotas as connection_quotas
 from broker.server.budget import ReceiveBudget
 from broker.server.connection import Connection, ConnectionLimits
@@ -57,15 +77,29 @@ from broker.server.dispatch import Dispatcher
 from broker.server.file_region import write_file_region
 from broker.server.group_commit import GroupCommit
 from broker.server.http import OpsEndpoint
-from broker.server.listener import advertised_host, parse_listeners, start_listener
+from broker.server.listener import (
+    ListenerSpec,
+    advertised_host,
+    parse_advertised,
+    parse_listeners,
+    start_listener,
+)
+from broker.server.listener_security import ListenerSecurity
 from broker.server.registry import (
     EXPIRY_REASONS,
     ConnectionRecorder,
     ConnectionRegistry,
+    ListenerRecorder,
     TimeLimits,
 )
+from broker.server.sasl_gate import SaslListener
+from broker.server.tls_handshakes import HandshakeWatch
 
 log = logging.getLogger("broker")
+
+OAUTH_VALIDATOR_CLASS = (
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+)
 
 #: queued.max.request.bytes when set to -1 or 0 (Kafka: no bound)
 DEFAULT_QUEUED_MAX_REQUEST_BYTES = 512 * 1024 * 1024
@@ -104,7 +138,13 @@ class BrokerApp:
 
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
-        self.listener = parse_listeners(config.get("listeners"))
+        protocol_map = parse_protocol_map(
+            "listener.security.protocol.map", config.get("listener.security.protocol.map")
+        )
+        self.listeners = parse_listeners(config.get("listeners"), protocol_map=protocol_map)
+        self.advertised_specs = parse_advertised(
+            config.get("advertised.listeners"), self.listeners, protocol_map
+        )
         self.metrics = BrokerMetrics(
             records_implementation=scan.IMPLEMENTATION,
             event_loop=event_loop_name(),
@@ -125,9 +165,13 @@ class BrokerApp:
         self.ops = OpsEndpoint(self.metrics.render)
         self.group_commit = GroupCommit()
         self.registry: ConnectionRegistry | None = None
+        #: the bound port of each listener, by name; bound_port is the first listener's
+        self.bound_ports: dict[str, int] = {}
         self.bound_port = 0
         self.metrics_port = 0
-        self._server: asyncio.AbstractServer | None = None
+        self._servers: list[asyncio.AbstractServer] = []
+        #: each listener's security (TLS context, principal mapping, SASL), by name
+        self.security: dict[str, ListenerSecurity] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
         self._offload_pool: concurrent.futures.ThreadPoolExecutor | None = None
@@ -198,6 +242,7 @@ class BrokerApp:
             cfg,
             per_ip_overrides,
             self.meters.connection_meters(connection_quotas.REASONS, EXPIRY_REASONS),
+            self.metrics,
         )
         self.metrics.connection_provider = lambda: ConnectionSample(budget.used, registry.paused())
 
@@ -207,6 +252,8 @@ class BrokerApp:
         )
         self.groups.startup()
         self.metrics.group_provider = self._group_sample
+        # SCRAM credentials (KIP-554), kept in the first log dir like the ACLs
+        scram_control = ScramControl(ScramStore(self.log_manager.log_dirs[0]).load())
 
         # the advertised address needs the bound port when listeners asks for port 0
         broker = BrokerContext(
@@ -221,26 +268,30 @@ class BrokerApp:
             producer_ids=producer_ids,
             acl_control=acl_control,
             groups=self.groups,
+            scram_control=scram_control,
         )
         dispatcher = Dispatcher(HandlerRegistry(broker), self.meters)
 
-        def factory() -> Connection:
-            return Connection(
-                dispatcher, limits, budget, write_segment=write_file_region, owner=registry
+        handshake_s = handshake_timeout_s(cfg)
+        for spec in self.listeners:
+            security = self.security[spec.name] = listener_security(
+                cfg, spec, self.metrics, handshake_s, loop.time, scram_control=scram_control
             )
-
-        self._server, self.bound_port = await start_listener(
-            self.listener,
-            factory,
-            send_buffer=int(cfg.get("socket.send.buffer.bytes")),
-            receive_buffer=int(cfg.get("socket.receive.buffer.bytes")),
-        )
-        advertised = cfg.get("advertised.listeners")
-        if advertised:
-            spec = parse_listeners(advertised, "advertised.listeners")
-            broker.advertised = Endpoint(advertised_host(spec.host), spec.port or self.bound_port)
-        else:
-            broker.advertised = Endpoint(advertised_host(self.listener.host), self.bound_port)
+            if security.watch is not None:
+                registry.extra_sweeps.append(security.watch.sweep)
+            server, port = await start_listener(
+                spec,
+                self._connection_factory(spec, dispatcher, limits, budget, registry),
+                send_buffer=int(cfg.get("socket.send.buffer.bytes")),
+                receive_buffer=int(cfg.get("socket.receive.buffer.bytes")),
+                ssl_context=None if security.tls is None else security.tls.listening,
+                ssl_handshake_timeout=handshake_s if security.tls is not None else None,
+            )
+            self._servers.append(server)
+            self.bound_ports[spec.name] = port
+        self.bound_port = self.bound_ports[self.listeners[0].name]
+        broker.advertised_listeners = self._advertised_endpoints()
+        broker.advertised = broker.advertised_listeners[self.listeners[0].name]
 
         registry.start()
         self._schedule(self._retention_tick, int(cfg.get("log.retention.check.interval.ms")) / 1000)
@@ -255,22 +306,60 @@ class BrokerApp:
         )
         self._schedule(self._delete_tick, DELETE_TICK_S)
         self._schedule(self._producer_expiration_tick, PRODUCER_EXPIRATION_CHECK_MS / 1000)
+        reload_ms = int(cfg.get("ssl.reload.interval.ms"))
+        if reload_ms > 0 and any(sec.tls is not None for sec in self.security.values()):
+            self._schedule(self._tls_reload_tick, reload_ms / 1000)
         self.ops.ready = True
         log.info(
-            "broker %s started: node %d, Kafka listener %s:%d (advertised %s:%d), metrics %s, "
+            "broker %s started: node %d, Kafka listeners %s, metrics %s, "
             "records implementation %s, event loop %s, %d partitions in %s",
             __version__,
             broker.node_id,
-            self.listener.host or "0.0.0.0",
-            self.bound_port,
-            broker.advertised.host,
-            broker.advertised.port,
+            ", ".join(
+                f"{spec.name} ({spec.protocol}) {spec.host or '0.0.0.0'}:"
+                f"{self.bound_ports[spec.name]} advertised as {ep.host}:{ep.port}"
+                for spec in self.listeners
+                for ep in (broker.advertised_listeners[spec.name],)
+            ),
             f"port {self.metrics_port}" if metrics_listener else "off",
             scan.IMPLEMENTATION,
             event_loop_name(),
             len(self.log_manager.all_logs()),
             ",".join(str(d) for d in self.log_manager.log_dirs),
         )
+
+    def _connection_factory(
+        self,
+        spec: ListenerSpec,
+        dispatcher: Dispatcher,
+        limits: ConnectionLimits,
+        budget: ReceiveBudget,
+        registry: ConnectionRegistry,
+    ) -> Callable[[], Connection]:
+        name = spec.name
+        security = self.security[name]
+
+        def factory() -> Connection:
+            conn = Connection(
+                dispatcher, limits, budget, write_segment=write_file_region, owner=registry
+            )
+            conn.listener_name = name
+            conn.security = security
+            return conn
+
+        return factory
+
+    def _advertised_endpoints(self) -> dict[str, Endpoint]:
+        """What Metadata tells a client of each listener (Kafka: the listener it came in on)."""
+        out = {}
+        for spec in self.listeners:
+            bound = self.bound_ports[spec.name]
+            adv = self.advertised_specs.get(spec.name)
+            if adv is not None:
+                out[spec.name] = Endpoint(advertised_host(adv.host), adv.port or bound)
+            else:
+                out[spec.name] = Endpoint(advertised_host(spec.host), bound)
+        return out
 
     def _log_samples(self) -> list[LogSample]:
         return [LogSample(*s) for s in self.log_manager.log_stats()]
@@ -337,6 +426,26 @@ class BrokerApp:
     async def _producer_expiration_tick(self) -> None:
         self.log_manager.remove_expired_producers()
 
+    async def _tls_reload_tick(self) -> None:
+        self.reload_tls(only_changed=True)
+
+    def reload_tls(self, *, only_changed: bool = False) -> int:
+        """Rebuild the TLS contexts whose files changed (every one on SIGHUP): new
+        connections get them, open ones keep theirs. A broken file keeps the old
+        context and is logged. Returns how many were replaced."""
+        replaced = 0
+        for name, security in self.security.items():
+            tls = security.tls
+            if tls is None or (only_changed and not tls.changed()):
+                continue
+            if tls.reload(functools.partial(_log_reload_error, name)):
+                replaced += 1
+                self.metrics.tls_reloads.labels(name, "success").inc()
+                log.info("listener %s: TLS key and trust stores reloaded", name)
+            else:
+                self.metrics.tls_reloads.labels(name, "failure").inc()
+        return replaced
+
     # ---- run and stop ---------------------------------------------------------------------------
 
     def request_stop(self) -> None:
@@ -346,14 +455,15 @@ class BrokerApp:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
+        loop.add_signal_handler(signal.SIGHUP, self.reload_tls)
         await self._stopping.wait()
         log.info("shutting down")
         await self.shutdown()
 
     async def shutdown(self) -> None:
         self.ops.ready = False
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         # stop reading everywhere; each connection closes once the responses of
         # the requests it already took are written
         for conn in list(self.connections):
@@ -387,6 +497,130 @@ class BrokerApp:
         log.info("shut down cleanly")
 
 
+def _log_reload_error(listener: str, message: str) -> None:
+    log.error("listener %s keeps its TLS context: %s", listener, message)
+
+
+def handshake_timeout_s(cfg: BrokerConfig) -> float:
+    """How long a TLS handshake may take: connection.frame.timeout.ms (a handshake
+    is the frames before the first one), asyncio's 60 s when that is off."""
+    frame_ms = int(cfg.get("connection.frame.timeout.ms"))
+    return frame_ms / 1000 if frame_ms > 0 else 60.0
+
+
+def listener_security(
+    cfg: BrokerConfig,
+    spec: ListenerSpec,
+    metrics: BrokerMetrics,
+    handshake_s: float,
+    clock: Callable[[], float],
+    *,
+    scram_control: ScramControl,
+) -> ListenerSecurity:
+    """The listener's TLS context, principal mapping and SASL settings, checked now
+    (an InvalidConfigError names the key)."""
+    sasl = sasl_listener(cfg, spec, metrics, scram_control) if spec.sasl else None
+    if not spec.tls:
+        return ListenerSecurity(spec, metrics, sasl=sasl)
+    watch = HandshakeWatch(spec.name, metrics, handshake_s, clock)
+    tls = ReloadingContext(TlsSettings.from_config(cfg, spec.name), watch.sslobject_class())
+    mapper = PrincipalMapper(listener_value(cfg, spec.name, "ssl.principal.mapping.rules"))
+    return ListenerSecurity(spec, metrics, tls=tls, watch=watch, mapper=mapper, sasl=sasl)
+
+
+def sasl_listener(
+    cfg: BrokerConfig, spec: ListenerSpec, metrics: BrokerMetrics, scram_control: ScramControl
+) -> SaslListener:
+    """The SASL settings of a SASL_PLAINTEXT / SASL_SSL listener, checked now."""
+    name = spec.name
+    key = listener_key_name(cfg, name, "sasl.enabled.mechanisms")
+    mechanisms = tuple(
+        m.strip().upper() for m in listener_value(cfg, name, "sasl.enabled.mechanisms")
+    )
+    unsupported = [m for m in mechanisms if m not in SASL_MECHANISMS]
+    if unsupported or not mechanisms:
+        raise InvalidConfigError(
+            f"Invalid value {','.join(mechanisms)} for configuration {key}: listener {name} is"
+            f" {spec.protocol} and this broker supports {', '.join(SASL_MECHANISMS)}"
+            + (f" (not {', '.join(unsupported)})" if unsupported else "")
+        )
+    exchanges: dict[str, Callable[[], SaslExchange]] = {}
+    reauth: dict[str, int] = {}
+    for mechanism in mechanisms:
+        reauth[mechanism] = int(mechanism_value(cfg, name, mechanism, "connections.max.reauth.ms"))
+        if mechanism == "PLAIN":
+            jaas_key, jaas = mechanism_setting(cfg, name, mechanism, "sasl.jaas.config")
+            if not jaas:
+                raise InvalidConfigError(
+                    f"listener {name} enables PLAIN but names no users: set"
+                    f" listener.name.{name.lower()}.plain.sasl.jaas.config to"
+                    " org.apache.kafka.common.security.plain.PlainLoginModule required"
+                    ' user_<name>="<password>" ...;'
+                )
+            users = plain_users(parse_jaas(jaas, jaas_key), jaas_key)
+            if not users:
+                raise InvalidConfigError(
+                    f"Invalid value for configuration {jaas_key}: no user_<name> option"
+                )
+            exchanges[mechanism] = functools.partial(PlainExchange, users)
+        elif mechanism == "OAUTHBEARER":
+            handler_key, handler = mechanism_setting(
+                cfg, name, mechanism, "sasl.server.callback.handler.class"
+            )
+            if handler and handler != OAUTH_VALIDATOR_CLASS:
+                raise InvalidConfigError(
+                    f"Invalid value {handler} for configuration {handler_key}: this broker"
+                    f" validates signed JWTs ({OAUTH_VALIDATOR_CLASS}) only"
+                )
+            url = listener_value(cfg, name, "sasl.oauthbearer.jwks.endpoint.url")
+            if not url:
+                raise InvalidConfigError(
+                    f"listener {name} enables OAUTHBEARER: set sasl.oauthbearer.jwks.endpoint.url"
+                    " (a file: URL of the JWKS that signs the tokens); unsigned tokens are"
+                    " never accepted"
+                )
+            validator = JwtValidator(
+                url,
+                issuer=listener_value(cfg, name, "sasl.oauthbearer.expected.issuer") or None,
+                audience=tuple(listener_value(cfg, name, "sasl.oauthbearer.expected.audience")),
+                clock_skew_s=int(listener_value(cfg, name, "sasl.oauthbearer.clock.skew.seconds")),
+                scope_claim=str(listener_value(cfg, name, "sasl.oauthbearer.scope.claim.name")),
+                sub_claim=str(listener_value(cfg, name, "sasl.oauthbearer.sub.claim.name")),
+            )
+            exchanges[mechanism] = functools.partial(OAuthBearerExchange, validator)
+        else:
+            exchanges[mechanism] = functools.partial(ScramExchange, mechanism, scram_control.lookup)
+    return SaslListener(
+        listener=name,
+        mechanisms=mechanisms,
+        exchanges=exchanges,
+        reauth_ms=reauth,
+        max_receive=int(listener_value(cfg, name, "sasl.server.max.receive.size")),
+        failed_delay_s=int(cfg.get("connection.failed.authentication.delay.ms")) / 1000,
+        recorder=metrics,
+        tls=spec.tls,
+    )
+
+
+def mechanism_setting(
+    cfg: BrokerConfig, listener: str, mechanism: str, key: str
+) -> tuple[str, str | None]:
+    """(key name, value) of listener.name.<l>.<mechanism>.<key>, then
+    listener.name.<l>.<key>, then <key>."""
+    for name in (
+        f"listener.name.{listener.lower()}.{mechanism.lower()}.{key}",
+        f"listener.name.{listener.lower()}.{key}",
+        key,
+    ):
+        if cfg.is_set(name):
+            return name, cfg.get(name)
+    return key, cfg.get(key)
+
+
+def mechanism_value(cfg: BrokerConfig, listener: str, mechanism: str, key: str) -> Any:
+    return mechanism_setting(cfg, listener, mechanism, key)[1]
+
+
 def receive_budget_bytes(cfg: BrokerConfig) -> int:
     """``queued.max.request.bytes`` (-1 or 0: 512 MiB), at least one whole request as
     Kafka requires (``KafkaConfig``: "must be larger or equal to socket.request.max.bytes")."""
@@ -415,7 +649,10 @@ def connection_overrides(cfg: BrokerConfig) -> dict[str, int]:
 
 
 async def connection_registry(
-    cfg: BrokerConfig, overrides: dict[str, int], recorder: ConnectionRecorder
+    cfg: BrokerConfig,
+    overrides: dict[str, int],
+    recorder: ConnectionRecorder,
+    listener_recorder: ListenerRecorder | None = None,
 ) -> ConnectionRegistry:
     """The connection quotas and time limits of ``cfg``: override hostnames are
     resolved now, and ``max.connections`` is capped by the descriptors left
@@ -441,7 +678,7 @@ async def connection_registry(
         idle_ms=int(cfg.get("connections.max.idle.ms")),
         frame_ms=int(cfg.get("connection.frame.timeout.ms")),
     )
-    return ConnectionRegistry(quotas, limits, recorder)
+    return ConnectionRegistry(quotas, limits, recorder, listener_recorder)
 
 
 # ---- the `serve` command ------------------------------------------------------------------------
@@ -491,7 +728,7 @@ def run(args: argparse.Namespace) -> int:
         except LogDirLockedError as exc:
             print(f"broker: {exc}", file=sys.stderr)
             return 1
-        except AclStoreError as exc:
+        except (AclStoreError, ScramStoreError) as exc:
             print(f"broker: cannot start: {exc}", file=sys.stderr)
             await app.ops.stop()
             app.log_manager.shutdown()

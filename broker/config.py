@@ -644,13 +644,15 @@ BROKER_KEYS: dict[str, ConfigKey] = {
             "listeners",
             ConfigType.LIST,
             ("PLAINTEXT://0.0.0.0:9092",),
-            "Listener to bind, PLAINTEXT://host:port (one PLAINTEXT listener).",
+            "Listeners to bind, NAME://host:port,... (NAME a security protocol or a name"
+            " of listener.security.protocol.map).",
         ),
         ConfigKey(
             "advertised.listeners",
             ConfigType.LIST,
             None,
-            "Address given to clients in Metadata; defaults to listeners.",
+            "Per listener name, the address given in Metadata to the clients of that"
+            " listener; defaults to the listener's bound address.",
         ),
         ConfigKey(
             "log.dirs",
@@ -901,7 +903,8 @@ def broker_key(name: str) -> ConfigKey | None:
         return key
     syn = BROKER_TOPIC_SYNONYMS.get(name)
     if syn is None:
-        return None
+        # listener.name.<listener>.[<mechanism>.]<key> (broker/security_config.py)
+        return _security_config.listener_key(name, BROKER_KEYS)
     topic_key = TOPIC_KEYS[syn[0]]
     # the synonym has the topic key's type; hours/minutes are plain ints too.
     # Its default is Kafka's (KafkaConfig): in a list of synonyms only the last
@@ -1034,3 +1037,7 @@ def parse_overrides(items: Iterable[str]) -> dict[str, str]:
             raise InvalidConfigError(f"Malformed override {item!r}: expected key=value")
         out[name.strip()] = value.strip()
     return out
+
+
+# the security keys (listeners, TLS, SASL) register themselves into BROKER_KEYS
+from broker import security_config as _security_config  # noqa: E402

@@ -662,6 +662,33 @@ class BrokerMetrics:
             " frame slower than connection.frame.timeout.ms.",
             ("reason",),
         )
+        # listeners and authentication (Kafka's per-listener socket-server and
+        # successful-/failed-authentication-total metrics)
+        self.listener_connections = Gauge(
+            "network_listener_connections",
+            "Open client connections by listener.",
+            ("listener",),
+            namespace=ns,
+            registry=r,
+        )
+        self.authentications = counter(
+            "network_authentications",
+            "SASL authentications (and re-authentications) by listener, mechanism and"
+            " result (success, failure).",
+            ("listener", "mechanism", "result"),
+        )
+        self.tls_handshake_failures = counter(
+            "network_tls_handshake_failures",
+            "TLS handshakes that failed, by listener and reason (certificate, protocol,"
+            " incomplete: stalled or closed; tls_on_plaintext: a TLS client on a listener"
+            " without TLS).",
+            ("listener", "reason"),
+        )
+        self.tls_reloads = counter(
+            "network_tls_reloads",
+            "TLS key and trust stores reloaded without a restart, by listener and result.",
+            ("listener", "result"),
+        )
         self.build_info = Gauge(
             "broker_build_info",
             "Always 1; labels say which implementation runs.",
@@ -692,6 +719,23 @@ class BrokerMetrics:
         self, refusal_reasons: Iterable[str] = (), expiry_reasons: Iterable[str] = ()
     ) -> ConnectionMeters:
         return ConnectionMeters(self, refusal_reasons, expiry_reasons)
+
+    def handshake_failed(self, listener: str, reason: str) -> None:
+        """``server/tls_handshakes.HandshakeRecorder``."""
+        self.tls_handshake_failures.labels(listener, reason).inc()
+
+    def authenticated(self, listener: str, mechanism: str, success: bool) -> None:
+        self.authentications.labels(listener, mechanism, "success" if success else "failure").inc()
+
+    def session_expired(self, listener: str) -> None:
+        """A SASL session outlived (KIP-368): the connection is closed."""
+        self.connections_expired.labels("sasl_session").inc()
+
+    def listener_opened(self, listener: str) -> None:
+        self.listener_connections.labels(listener).inc()
+
+    def listener_closed(self, listener: str) -> None:
+        self.listener_connections.labels(listener).dec()
 
     def topic(self, topic: str) -> TopicMetrics:
         tm = self._topics.get(topic)

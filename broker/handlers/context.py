@@ -28,6 +28,7 @@ from broker.partition.replica_manager import ReplicaManager
 from broker.protocol.header import RequestHeader
 from broker.security.acl_control import AclControl
 from broker.security.authorizer import StandardAuthorizer
+from broker.security.scram_control import ScramControl
 from broker.validator import MetricsRecorder
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ class ConnectionInfo(Protocol):
     principal: str
     #: the client's IP address (ACL host matching)
     peer_host: str
-    #: the listener the connection came in on ("PLAINTEXT")
+    #: the listener the connection came in on, upper case ("PLAINTEXT", "SASL_SSL", ...)
     listener_name: str
 
     def close(self) -> None: ...
@@ -144,6 +145,15 @@ class BrokerContext:
     #: the ACLs and their authorizer; None without ``authorizer.class.name``
     #: (every request is allowed, as in Kafka without an authorizer)
     acl_control: AclControl | None = None
+    #: the SCRAM credentials (KIP-554); None in tests that do not need them
+    scram_control: ScramControl | None = None
+    #: the advertised address of each listener, by listener name (upper case)
+    advertised_listeners: dict[str, Endpoint] = field(default_factory=dict)
+
+    def endpoint_for(self, listener_name: str) -> Endpoint:
+        """The address to give a client that came in on ``listener_name``: Kafka's
+        brokers answer Metadata with the endpoints of the request's own listener."""
+        return self.advertised_listeners.get(listener_name, self.advertised)
 
     @property
     def authorizer(self) -> StandardAuthorizer | None:

@@ -1,7 +1,8 @@
 """DescribeCluster (key 60), versions 0-1.
 
 Behaviour (``KafkaApis.handleDescribeCluster``, ``AuthHelper.computeDescribeClusterResponse``):
-- One broker: this one, with its advertised address (rack null); it is also
+- One broker: this one, with the advertised address of the listener the
+  request came in on (rack null); it is also
   the controller, so controller_id is its node id. cluster_id is the id kept
   in the log dirs' ``meta.properties``.
 - endpoint_type (v1+): 1 (BROKER) is answered; 2 (CONTROLLER) ->
@@ -62,7 +63,7 @@ class DescribeClusterHandler(RequestHandler):
             ctx.count_error(code)
             return DescribeClusterResponse(error_code=code, error_message=message)
         broker = self.broker
-        endpoint = broker.advertised
+        endpoint = broker.endpoint_for(ctx.connection.listener_name)
         operations = OPERATIONS_NOT_REQUESTED
         if request.include_cluster_authorized_operations:
             operations = (

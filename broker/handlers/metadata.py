@@ -2,7 +2,9 @@
 
 Behaviour:
 - One broker: it is every partition's leader, its only replica and ISR, and
-  the controller. Leader epoch 0 for every partition.
+  the controller. Leader epoch 0 for every partition. Its address is the
+  advertised endpoint of the listener the request came in on (Kafka's rule,
+  ``MetadataCache.getAliveBrokerNodes(listenerName)``).
 - Topics requested by name that do not exist are created when
   ``auto.create.topics.enable`` is true and the request allows it (v4+
   ``allow_auto_topic_creation``; always before v4), with ``num.partitions``
@@ -94,7 +96,7 @@ class MetadataHandler(RequestHandler):
                 if self.authorize_cluster(ctx, AclOperation.DESCRIBE)
                 else 0
             )
-        endpoint = broker.advertised
+        endpoint = broker.endpoint_for(ctx.connection.listener_name)
         return MetadataResponse(
             brokers=[
                 MetadataResponse.MetadataResponseBroker(

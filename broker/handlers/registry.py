@@ -38,6 +38,11 @@ from broker.handlers.offset_delete import OffsetDeleteHandler
 from broker.handlers.offset_fetch import OffsetFetchHandler
 from broker.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
 from broker.handlers.produce import ProduceHandler
+from broker.handlers.sasl import SaslAuthenticateHandler, SaslHandshakeHandler
+from broker.handlers.scram_credentials import (
+    AlterUserScramCredentialsHandler,
+    DescribeUserScramCredentialsHandler,
+)
 from broker.handlers.sync_group import SyncGroupHandler
 
 HANDLER_CLASSES: tuple[type[RequestHandler], ...] = (
@@ -73,6 +78,11 @@ HANDLER_CLASSES: tuple[type[RequestHandler], ...] = (
     ListGroupsHandler,
     DescribeGroupsHandler,
     DeleteGroupsHandler,
+    # SASL outside an exchange (server/sasl_gate.py serves the exchange) and KIP-554
+    SaslHandshakeHandler,
+    SaslAuthenticateHandler,
+    DescribeUserScramCredentialsHandler,
+    AlterUserScramCredentialsHandler,
 )
 
 

@@ -182,6 +182,14 @@ def _cls(name: str) -> type[Data]:
 
 
 ApiVersionsRequest: Final = _cls("ApiVersionsRequest")
+SaslHandshakeRequest: Final = _cls("SaslHandshakeRequest")
+SaslHandshakeResponse: Final = _cls("SaslHandshakeResponse")
+SaslAuthenticateRequest: Final = _cls("SaslAuthenticateRequest")
+SaslAuthenticateResponse: Final = _cls("SaslAuthenticateResponse")
+DescribeUserScramCredentialsRequest: Final = _cls("DescribeUserScramCredentialsRequest")
+DescribeUserScramCredentialsResponse: Final = _cls("DescribeUserScramCredentialsResponse")
+AlterUserScramCredentialsRequest: Final = _cls("AlterUserScramCredentialsRequest")
+AlterUserScramCredentialsResponse: Final = _cls("AlterUserScramCredentialsResponse")
 ApiVersionsResponse: Final = _cls("ApiVersionsResponse")
 MetadataRequest: Final = _cls("MetadataRequest")
 MetadataResponse: Final = _cls("MetadataResponse")

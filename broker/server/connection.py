@@ -168,6 +168,8 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
         "peer",
         "peer_host",
         "principal",
+        "sasl",
+        "security",
         "transport",
     )
 
@@ -193,6 +195,11 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
         self.principal: str = "User:ANONYMOUS"
         self.peer_host: str = ""  # the client's IP address, matched against ACL hosts
         self.listener_name: str = "PLAINTEXT"
+        #: the listener's security (``server/listener_security.py``): principal from
+        #: TLS, the SASL exchange; None for a bare connection (tests, benchmarks)
+        self.security: Any = None
+        #: the SASL state of a SASL listener's connection (``server/sasl_gate.py``)
+        self.sasl: Any = None
         #: set by the ApiVersions handler (v3+): the client's software, for metrics
         self.client_software_name: str | None = None
         self.client_software_version: str | None = None
@@ -239,6 +246,9 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
             self._refused = True
             self._closed = True
             self.transport.close()
+            return
+        if self.security is not None and not self.security.connection_made(self):
+            self.abort()
             return
         # pause_writing fires once the transport alone holds the bound, so a connection
         # stopped by answers nobody reads always hears when they drain
@@ -294,7 +304,7 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
         self._cutting = True
         try:
             buf, view = self._buf, self._view
-            max_frame = self.limits.max_frame_bytes
+            max_frame = self._max_frame()
             bound = self.limits.max_inflight_bytes
             while not self._closed and not self._closing:
                 start = self._start
@@ -303,6 +313,8 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
                     break
                 (size,) = _SIZE.unpack_from(buf, start)
                 if size < 0 or size > max_frame:
+                    if self.security is not None:
+                        self.security.oversized_frame(self, bytes(buf[start : start + 4]))
                     log.warning(
                         "closing connection from %s: frame of %d bytes (limit %d)",
                         self.peer,
@@ -322,12 +334,21 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
                         break
                 self._start = start + 4 + size
                 self._dispatch(view[start + 4 : start + 4 + size], size + 4)
+                if self.sasl is not None:
+                    max_frame = self._max_frame()
         finally:
             self._cutting = False
         if self._slots and self._slots[0].done:
             # the answers of the frames just cut, in one write (see _complete)
             self._flush_ready()
         self._after_input()
+
+    def _max_frame(self) -> int:
+        """socket.request.max.bytes; sasl.server.max.receive.size until authenticated."""
+        sasl = self.sasl
+        if sasl is not None and not sasl.authenticated:
+            return int(sasl.max_receive)
+        return self.limits.max_frame_bytes
 
     def _receiving(self) -> bool:
         return not (self._closed or self._closing)

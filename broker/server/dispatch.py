@@ -3,6 +3,8 @@
 ::
 
     frame (memoryview into the receive buffer)
+      -> SASL connections before authentication (and for re-authentication):
+         server/sasl_gate.py, which serves ApiVersions through the path below
       -> parse_request_header            unreadable header: close the connection
       -> registry.get(api_key)           an API we do not serve: close (as Kafka for unknown keys)
       -> version check                   ApiVersions above its range: a v0 answer with
@@ -45,11 +47,16 @@ from broker.protocol.data import Data
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiVersionsRequest
 from broker.server.connection import Connection, Outcome, ProtocolViolation, Segments
+from broker.server.sasl_gate import AUTHENTICATE_V0, SaslSession
 
 log = logging.getLogger(__name__)
 
 API_VERSIONS_KEY = 18
 _ERROR_NAMES = {int(c): c.name for c in ErrorCode}
+
+
+def _no_serve(header: RequestHeader) -> Outcome:
+    raise ProtocolViolation("a request where a SASL token was expected")
 
 
 class Dispatcher:
@@ -61,10 +68,22 @@ class Dispatcher:
 
     def handle_frame(self, frame: memoryview, conn: Connection) -> Outcome:
         start = time.perf_counter_ns()
+        sasl: SaslSession | None = conn.sasl
+        if sasl is not None and sasl.state == AUTHENTICATE_V0:
+            # SaslHandshake v0: the tokens follow as bare size-prefixed frames
+            return sasl.handle(frame, None, conn, _no_serve)
         try:
             header = parse_request_header(frame)
         except DecodeError as exc:
             raise ProtocolViolation(f"unreadable request header from {conn.peer}: {exc}") from exc
+        if sasl is not None and (not sasl.authenticated or sasl.needs_gate(header.api_key)):
+            # before authentication only ApiVersions and the SASL APIs (server/sasl_gate.py)
+            return sasl.handle(frame, header, conn, lambda h: self._serve(frame, conn, h, start))
+        return self._serve(frame, conn, header, start)
+
+    def _serve(
+        self, frame: memoryview, conn: Connection, header: RequestHeader, start: int
+    ) -> Outcome:
         handler = self.registry.get(header.api_key)
         if handler is None:
             api = API_KEYS.get(header.api_key)

@@ -1,42 +1,78 @@
-"""Listeners: parsing ``listeners`` / ``advertised.listeners`` and binding the Kafka port.
+"""Listeners: parsing ``listeners`` / ``advertised.listeners`` and binding the Kafka ports.
 
-One PLAINTEXT listener (``PLAINTEXT://host:port``; an empty host or
-``0.0.0.0`` binds every interface, port 0 picks a free port). The
-advertised address defaults to the bound one; a wildcard host is advertised
-as the machine's fully qualified name, as Kafka does for an empty host.
+``listeners`` names one or more listeners, ``NAME://host:port``; a name is
+a security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) or any name
+``listener.security.protocol.map`` gives a protocol::
+
+    listeners=PLAINTEXT://:9092,SSL://:9093,SASL_SSL://:9094,INTERNAL://127.0.0.1:9095
+    listener.security.protocol.map=INTERNAL:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT
+
+An empty host or ``0.0.0.0`` binds every interface, port 0 picks a free
+port. ``advertised.listeners`` gives, per listener name, the address
+Metadata and DescribeCluster tell clients that came in on that listener
+(Kafka's rule: a client is always pointed at the listener it used); a
+listener it does not name advertises its bound address, a wildcard host as
+the machine's fully qualified name, as Kafka does for an empty host.
+
+The checks (``CoreUtils.listenerListToEndPoints``, ``KafkaConfig``): a name
+without a protocol, a name or a port used twice, an advertised name that is
+not a listener stop the broker at start, each with a message naming the key.
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Callable
+import ssl
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from broker.errors import InvalidConfigError
 
-SUPPORTED_PROTOCOLS = ("PLAINTEXT",)
+#: the protocols of listeners that need no entry in listener.security.protocol.map
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 @dataclass(frozen=True)
 class ListenerSpec:
+    #: the listener's name, upper case (Kafka's ``ListenerName.normalised``)
     name: str
     host: str
     port: int
+    #: its security protocol
+    protocol: str = "PLAINTEXT"
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+    @property
+    def config_prefix(self) -> str:
+        """``listener.name.<name>.``: where the listener's own keys live."""
+        return f"listener.name.{self.name.lower()}."
 
 
-def parse_listener(value: str, key: str = "listeners") -> ListenerSpec:
-    """``PLAINTEXT://host:port`` (host may be empty or a bracketed IPv6 address)."""
+def parse_listener(
+    value: str, key: str = "listeners", protocol_map: dict[str, str] | None = None
+) -> ListenerSpec:
+    """``NAME://host:port`` (host may be empty or a bracketed IPv6 address)."""
     name, sep, rest = value.partition("://")
     if not sep or not name:
         raise InvalidConfigError(
             f"Invalid value {value} for configuration {key}: expected NAME://host:port"
         )
     name = name.upper()
-    if name not in SUPPORTED_PROTOCOLS:
+    protocols = protocol_map if protocol_map is not None else {p: p for p in SECURITY_PROTOCOLS}
+    protocol = protocols.get(name)
+    if protocol is None:
         raise InvalidConfigError(
-            f"Invalid value {value} for configuration {key}: listener {name} is not supported "
-            f"(only {', '.join(SUPPORTED_PROTOCOLS)})"
+            f"Invalid value {value} for configuration {key}: No security protocol defined for"
+            f" listener {name} (listener.security.protocol.map names"
+            f" {', '.join(sorted(protocols))})"
         )
     host, colon, port_text = rest.rpartition(":")
     if not colon:
@@ -52,19 +88,52 @@ def parse_listener(value: str, key: str = "listeners") -> ListenerSpec:
         raise InvalidConfigError(
             f"Invalid value {value} for configuration {key}: port out of range"
         )
-    return ListenerSpec(name, host, port)
+    return ListenerSpec(name, host, port, protocol)
 
 
-def parse_listeners(values: tuple[str, ...] | None, key: str = "listeners") -> ListenerSpec:
+def parse_listeners(
+    values: Sequence[str] | None,
+    key: str = "listeners",
+    protocol_map: dict[str, str] | None = None,
+) -> list[ListenerSpec]:
+    """Every listener of ``values``; names and (non-zero) ports must differ."""
     if not values:
         raise InvalidConfigError(f"Configuration {key} is empty")
-    specs = [parse_listener(v, key) for v in values]
-    if len(specs) != 1:
+    specs = [parse_listener(v, key, protocol_map) for v in values]
+    names = [s.name for s in specs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
         raise InvalidConfigError(
-            f"Invalid value {','.join(values)} for configuration {key}: this broker serves exactly "
-            "one PLAINTEXT listener"
+            f"Invalid value {','.join(values)} for configuration {key}: Each listener must have"
+            f" a different name ({', '.join(twice)} is used twice)"
         )
-    return specs[0]
+    if key == "listeners":
+        ports = [s.port for s in specs if s.port]
+        dup = sorted({p for p in ports if ports.count(p) > 1})
+        if dup:
+            raise InvalidConfigError(
+                f"Invalid value {','.join(values)} for configuration {key}: Each listener must"
+                f" have a different port ({', '.join(map(str, dup))} is used twice)"
+            )
+    return specs
+
+
+def parse_advertised(
+    values: Sequence[str] | None, listeners: Sequence[ListenerSpec], protocol_map: dict[str, str]
+) -> dict[str, ListenerSpec]:
+    """``advertised.listeners`` by listener name; each must be a listener."""
+    if not values:
+        return {}
+    specs = parse_listeners(values, "advertised.listeners", protocol_map)
+    known = {s.name for s in listeners}
+    unknown = [s.name for s in specs if s.name not in known]
+    if unknown:
+        raise InvalidConfigError(
+            "advertised.listeners listener names must be equal to or a subset of the ones"
+            f" defined in listeners. Found {', '.join(unknown)}. The valid options based on"
+            f" the current configuration are {', '.join(sorted(known))}"
+        )
+    return {s.name: s for s in specs}
 
 
 def advertised_host(bind_host: str) -> str:
@@ -80,8 +149,17 @@ async def start_listener(
     send_buffer: int = -1,
     receive_buffer: int = -1,
     backlog: int = 511,
+    ssl_context: ssl.SSLContext | None = None,
+    ssl_handshake_timeout: float | None = None,
 ) -> tuple[asyncio.AbstractServer, int]:
-    """Bind and start serving; returns the server and the bound port."""
+    """Bind and start serving; returns the server and the bound port.
+
+    With ``ssl_context`` the loop's own TLS transport serves the listener
+    (asyncio's or uvloop's ``SSLProtocol``): the protocol is created at
+    accept, gets ``connection_made`` once the handshake is done, and reads
+    decrypted bytes through ``get_buffer`` / ``buffer_updated`` as on a
+    plain socket. A handshake that takes longer than
+    ``ssl_handshake_timeout`` is aborted by the loop."""
     loop = asyncio.get_running_loop()
     host = spec.host or None
     family = socket.AF_INET6 if host and ":" in host else socket.AF_INET
@@ -100,6 +178,15 @@ async def start_listener(
         raise
     # the backlog again: create_server listens anew with its own (default 100), and the
     # stdlib loop accepts at most that many connections per wake-up
-    server = await loop.create_server(protocol_factory, sock=sock, backlog=backlog)
+    if ssl_context is None:
+        server = await loop.create_server(protocol_factory, sock=sock, backlog=backlog)
+    else:
+        server = await loop.create_server(
+            protocol_factory,
+            sock=sock,
+            backlog=backlog,
+            ssl=ssl_context,
+            ssl_handshake_timeout=ssl_handshake_timeout,
+        )
     port: int = sock.getsockname()[1]
     return server, port

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -59,6 +60,14 @@ class ConnectionRecorder(Protocol):
     def refused(self, reason: str) -> None: ...
 
     def expired(self, reason: str) -> None: ...
+
+
+class ListenerRecorder(Protocol):
+    """Open connections by listener (``broker.metrics.BrokerMetrics``)."""
+
+    def listener_opened(self, listener: str) -> None: ...
+
+    def listener_closed(self, listener: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -95,11 +104,18 @@ class ConnectionRegistry:
     """Implements ``ConnectionOwner`` for every connection of the listener."""
 
     def __init__(
-        self, quotas: ConnectionQuotas, time_limits: TimeLimits, recorder: ConnectionRecorder
+        self,
+        quotas: ConnectionQuotas,
+        time_limits: TimeLimits,
+        recorder: ConnectionRecorder,
+        listener_recorder: ListenerRecorder | None = None,
     ) -> None:
         self.quotas = quotas
         self.time_limits = time_limits
         self.recorder = recorder
+        self.listener_recorder = listener_recorder
+        #: sweeps of the listeners' TLS handshakes and SASL sessions (called with ``now``)
+        self.extra_sweeps: list[Callable[[float], object]] = []
         #: open connection -> the address it counts against
         self._open: dict[Connection, str] = {}
         self._task: asyncio.Task[None] | None = None
@@ -140,6 +156,8 @@ class ConnectionRegistry:
             return False
         self._open[conn] = address
         self.recorder.opened()
+        if self.listener_recorder is not None:
+            self.listener_recorder.listener_opened(conn.listener_name)
         return True
 
     def closed(self, conn: Connection) -> None:
@@ -148,6 +166,8 @@ class ConnectionRegistry:
             return
         self.quotas.release(address)
         self.recorder.closed()
+        if self.listener_recorder is not None:
+            self.listener_recorder.listener_closed(conn.listener_name)
 
     # ---- the sweep ----------------------------------------------------------------
 
@@ -165,7 +185,10 @@ class ConnectionRegistry:
         while True:
             await asyncio.sleep(self.interval)
             try:
-                self.sweep(loop.time())
+                now = loop.time()
+                self.sweep(now)
+                for extra in self.extra_sweeps:
+                    extra(now)
             except Exception:
                 log.exception("connection sweep failed")
 

@@ -86,6 +86,10 @@ def exposition_with_every_child() -> str:
     metrics.authorization_failures("Produce", "Topic", "Write").inc()
     metrics.flush_recorder.record_flush(0.01)
     metrics.connection_meters(quotas.REASONS, registry.EXPIRY_REASONS)
+    metrics.listener_opened("SASL_SSL")
+    metrics.authenticated("SASL_SSL", "PLAIN", True)
+    metrics.handshake_failed("SASL_SSL", "certificate")
+    metrics.tls_reloads.labels("SASL_SSL", "success").inc()
     return metrics.render().decode()
 
 

@@ -41,6 +41,7 @@ class FakeConnection:
         self.principal = "User:ANONYMOUS"
         self.peer_host = "127.0.0.1"
         self.listener_name = "PLAINTEXT"
+        self.sasl = None  # not a SASL listener (server/sasl_gate.py)
         self.client_software_name: str | None = None
         self.client_software_version: str | None = None
         self.closed = False

@@ -37,6 +37,10 @@ EXPECTED = {
     # never flexible: Versions(0, -1), whose low bound is 0
     47: ("OffsetDelete", 0, 0, 0),
     60: ("DescribeCluster", 0, 1, 0),
+    17: ("SaslHandshake", 0, 1, 0),
+    36: ("SaslAuthenticate", 0, 2, 2),
+    50: ("DescribeUserScramCredentials", 0, 0, 0),
+    51: ("AlterUserScramCredentials", 0, 0, 0),
 }
 
 

@@ -31,7 +31,7 @@ from broker.protocol.messages import CODECS
 from broker.protocol.schema import ArrayOf, Field, StructSpec
 from tests.protocol_values import canonical, messages
 
-_MODULES = ("producer", "consumer", "metadata", "admin")
+_MODULES = ("producer", "consumer", "metadata", "admin", "sasl")
 with warnings.catch_warnings():
     # kafka-python 3.0 reads its JSON schemas with importlib.resources.read_text
     warnings.simplefilter("ignore", DeprecationWarning)
