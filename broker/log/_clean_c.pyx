@@ -1136,7 +1136,9 @@ cdef Py_ssize_t _write_record(const uint8_t* b, Py_ssize_t pos, Py_ssize_t end,
     body += _varint_size(value_len) + (value_len if value_len > 0 else 0)
     body += _varint_size(r.header_count)
     cdef Py_ssize_t p = r.headers
-    cdef int64_t i, klen, vlen
+    cdef int64_t i
+    cdef int64_t klen = 0
+    cdef int64_t vlen = 0
     for i in range(r.header_count):
         p = _varint(b, p, r.end, 35, &klen, e)
         p += klen
@@ -1187,7 +1189,7 @@ cdef int _filter_records(OffsetMap m, const uint8_t* b, Py_ssize_t pos, Py_ssize
     their keys hashed first, then judged (prefetching the slots a few records
     ahead), then the kept ones written."""
     cdef Py_ssize_t parsed = _parse_batch(m, b, pos, end, count, base_offset, base_timestamp,
-                                          log_append_time, -0x7FFFFFFFFFFFFFFF - 1,
+                                          log_append_time, -0x7FFFFFFFFFFFFFFF,
                                           latest_offset, items, e)
     if parsed == -3:
         return -3
@@ -1420,7 +1422,7 @@ def filter_chunk(OffsetMap offset_map, ActiveProducers producers, buf, Py_ssize_
                         _fail(&e, C_E_RECORD_COUNT, count, 0, 0)
                         status = -1
                         break
-                    if o + total + 13 * count > capacity:
+                    if o + total + 13 * (count if count < total else total) > capacity:
                         status = C_OUT_FULL
                         break
                     horizon = _i64(b + pos + 27) if attributes & 0x40 else -1

@@ -28,7 +28,9 @@ every entry they can:
 Both stop at a compressed entry (``NEEDS_CODEC``: the caller decompresses
 it and uses :func:`map_records` / :func:`filter_records` on its records,
 which are the same loops) and ``filter_chunk`` stops when the output buffer
-cannot take the next entry's worst case (``OUT_FULL``).
+cannot take the next entry's worst case (``OUT_FULL``: its size plus 13
+bytes per record, a re-encoded record growing by at most a longer timestamp
+delta and length; a batch's record count counted at most its size).
 
 Transactions (Kafka's ``CleanedTransactionMetadata``): this broker has no
 transaction coordinator, so it cannot know whether a transaction committed.
@@ -207,7 +209,7 @@ class OffsetMap:
         self._latest = offset
 
     def clear(self) -> None:
-        self._table[:] = bytes(len(self._table))
+        self._table = bytearray(len(self._table))
         self._entries = 0
         self._latest = -1
         self._lookups = 0
@@ -769,7 +771,7 @@ def filter_chunk(  # noqa: PLR0917
                 return pos, o, NEEDS_CODEC, read, kept, bytes_read, invalid
             if count < 0:
                 raise error(E_RECORD_COUNT, count)
-            if o + total + 13 * count > capacity:
+            if o + total + 13 * min(count, total) > capacity:
                 return pos, o, OUT_FULL, read, kept, bytes_read, invalid
             horizon = h[7] if attributes & 0x40 else -1
             lat = h[8] if attributes & 0x08 else -1
