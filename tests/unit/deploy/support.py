@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.metrics import BrokerMetrics, LogSample
+from broker.metrics import BrokerMetrics, CleanerSample, LogSample
 
 REPO = Path(__file__).resolve().parents[3]
 DEPLOY = REPO / "deploy"
@@ -75,6 +75,7 @@ def exposition_with_every_child() -> str:
     """The /metrics text after every labelled child has been created once."""
     metrics = BrokerMetrics(records_implementation="compiled", event_loop="uvloop", version="0")
     metrics.log_provider = lambda: [LogSample("t", 0, 10, 0, 1000, 1)]
+    metrics.cleaner_provider = lambda: CleanerSample(1, 2, 3, 4, 0, 5, 6, {"/data": (1, 100)})
     metrics.topic("t").messages_in.inc()
     for api in ("Produce", "Fetch", "Metadata"):
         rm = metrics.request(api, 1)
