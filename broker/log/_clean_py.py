@@ -479,6 +479,8 @@ def _entry(view: Any, pos: int, end: int) -> tuple[int, int, int] | None:
     if pos + total > end:
         return None
     magic = view[pos + 16]
+    if magic > 127:  # a signed byte, as Kafka reads it
+        magic -= 256
     if magic == 2:
         if total < 61:
             raise error(E_V2_SMALL, total, pos)

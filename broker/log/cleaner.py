@@ -416,6 +416,9 @@ class Cleaner:
         if out:
             with memoryview(self._write_buffer) as view:
                 dest.log.append(view[:out])
+            # write-out starts now (sync_file_range, no wait): the fsync before the
+            # swap then waits for little (broker/log/writeback.py)
+            dest.log.start_writeback()
             stats.bytes_written += out
             self.throttler.maybe_throttle(out)
         return 0

@@ -17,7 +17,8 @@ throttler of ``log.cleaner.io.max.bytes.per.second``. Each thread loops:
    counted, the other partitions go on); sleep ``log.cleaner.backoff.ms``
    when no log needed cleaning.
 
-A thread that fails outside a cleaning dies (``DeadThreadCount``).
+A thread that fails outside a cleaning dies (``DeadThreadCount``). The
+threads run at nice 10, below the event loop.
 
 Why this is thread-safe: the owner thread alone changes a log's segment
 list, files and producer state; a cleaner thread only reads a snapshot
@@ -31,6 +32,7 @@ which is never cleaned. Retention skips a log while it is being cleaned
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -196,6 +198,7 @@ class LogCleaner:
     # ---- the threads ------------------------------------------------------------------------
 
     def _run(self, cleaner: Cleaner, state: CleanerThreadState) -> None:
+        lower_priority()
         try:
             while not self._stop.is_set():
                 cleaned = self.try_clean_filthiest_log(cleaner, state)
@@ -270,14 +273,17 @@ class LogCleaner:
         finally:
             self.manager.done_cleaning(tp, job.log.dir.parent, end)
 
-    def clean_once(self, cleaner: Cleaner | None = None) -> bool:
-        """One round of a cleaner thread, on the calling thread (tools, tests)."""
-        if cleaner is None:
-            if not self._cleaners:
-                self._cleaners.append(self.make_cleaner(0))
-                self.states.append(CleanerThreadState())
-            cleaner = self._cleaners[0]
-        return self.try_clean_filthiest_log(cleaner, self.states[self._cleaners.index(cleaner)])
+    def clean_once(self) -> bool:
+        """One round of a cleaner thread, on the calling thread (tools, tests,
+        benchmarks); True if a log was cleaned."""
+        if not self._cleaners:
+            self._cleaners.append(self.make_cleaner(0))
+            self.states.append(CleanerThreadState())
+        return self.try_clean_filthiest_log(self._cleaners[0], self.states[0])
+
+    @property
+    def cleaners(self) -> list[Cleaner]:
+        return list(self._cleaners)
 
     # ---- gauges ------------------------------------------------------------------------
 
@@ -310,6 +316,21 @@ class LogCleaner:
     @property
     def dead_thread_count(self) -> int:
         return sum(1 for s in self.states if s.failed)
+
+
+#: nice value of the cleaner threads (Linux schedules threads, so it is theirs alone)
+CLEANER_NICE = 10
+
+
+def lower_priority() -> None:
+    """Run this cleaner thread below the event loop: cleaning is background
+    work, and when both want a core the scheduler should pick the loop (as
+    for the produce offload threads). Kafka's cleaner threads run at normal
+    priority (docs/deviations.md)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), CLEANER_NICE)
+    except OSError as exc:  # not permitted in some sandboxes: run at normal priority
+        logger.warning("cannot lower the priority of the log cleaner thread: %s", exc)
 
 
 def record_stats(  # noqa: PLR0917

@@ -208,3 +208,34 @@ def test_filter_records_twins_agree(data: bytes, latest: int, now: int) -> None:
                 results.append((res, bytes(out)))
             assert results[0] == results[1]
         pos += size
+
+
+def test_a_magic_byte_is_signed_in_both_twins() -> None:
+    entry = bytearray(legacy_entry(0, 1, b"v"))
+    entry[16] = 0x82
+    data = bytes(entry)
+    for twin_results in (
+        [outcome(t.map_chunk, t.OffsetMap(96), data, 0, len(data), 0, 10) for t in TWINS],
+        [
+            outcome(
+                t.filter_chunk,
+                t.OffsetMap(96),
+                t.ActiveProducers({}),
+                data,
+                0,
+                len(data),
+                bytearray(100),
+                0,
+                5,
+                0,
+                0,
+                True,
+            )
+            for t in TWINS
+        ],
+    ):
+        assert twin_results[0] == twin_results[1]
+        assert "Invalid magic -126" in twin_results[0][2]
+
+
+TWINS = (_clean_py, _clean_c)
