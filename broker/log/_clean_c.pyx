@@ -507,13 +507,28 @@ cdef class OffsetMap:
     cdef int64_t _lookups
     cdef int64_t _probes
     cdef bint _touched
+    # the superseded bitmap (see _clean_py.py)
+    cdef uint8_t* _sup
+    cdef int64_t _sup_bytes
+    cdef int64_t _sup_from
+    cdef int64_t _sup_end
+    cdef int64_t _last_put
 
-    def __cinit__(self, int64_t memory):
+    def __cinit__(self, int64_t memory, int64_t superseded_memory=0):
         if memory < _ENTRY or memory > _clean_py.MAX_MEMORY:
             raise ValueError(
                 f"an offset map takes {_clean_py.BYTES_PER_ENTRY} to {_clean_py.MAX_MEMORY} bytes, "
                 f"not {memory}"
             )
+        if superseded_memory < 0 or superseded_memory > _clean_py.MAX_MEMORY:
+            raise ValueError(f"a superseded bitmap of {superseded_memory} bytes")
+        self._sup_bytes = superseded_memory
+        self._sup = <uint8_t*>PyMem_RawCalloc(<size_t>(superseded_memory or 1), 1)
+        if self._sup == NULL:
+            raise MemoryError()
+        self._sup_from = -1
+        self._sup_end = -1
+        self._last_put = -1
         self._slots = memory // _ENTRY
         self._mod_m = broker_fastmod_m(<uint32_t>self._slots)
         self._table = <uint8_t*>broker_table_alloc(<size_t>(self._slots * _ENTRY))
@@ -529,6 +544,8 @@ cdef class OffsetMap:
         if self._table != NULL:
             broker_table_free(self._table, <size_t>(self._slots * _ENTRY))
             self._table = NULL
+        PyMem_RawFree(self._sup)
+        self._sup = NULL
 
     @property
     def slots(self):
@@ -552,7 +569,7 @@ cdef class OffsetMap:
 
     @property
     def memory(self):
-        return self._slots * _ENTRY
+        return self._slots * _ENTRY + self._sup_bytes
 
     def update_latest_offset(self, int64_t offset):
         self._latest = offset
@@ -566,6 +583,29 @@ cdef class OffsetMap:
         self._latest = -1
         self._lookups = 0
         self._probes = 0
+        self._sup_from = -1
+
+    def track_superseded(self, int64_t start_offset, int64_t end_offset):
+        if self._sup_bytes == 0 or self._entries or not 0 <= start_offset < end_offset:
+            self._sup_from = -1
+            return False
+        cdef int64_t used = (end_offset - start_offset + 7) // 8
+        if used > self._sup_bytes:
+            used = self._sup_bytes
+        memset(self._sup, 0, <size_t>used)
+        self._sup_from = start_offset
+        self._sup_end = start_offset + 8 * used
+        self._last_put = -1
+        return True
+
+    cdef inline int superseded_c(self, int64_t offset) noexcept nogil:
+        if self._sup_from < 0 or offset < self._sup_from or offset >= self._sup_end:
+            return -1
+        cdef int64_t i = offset - self._sup_from
+        return (self._sup[i >> 3] >> (i & 7)) & 1
+
+    def superseded(self, int64_t offset):
+        return self.superseded_c(offset)
 
     cdef inline int64_t _position(self, const uint8_t* digest, int64_t attempt) noexcept nogil:
         cdef int64_t at = attempt if attempt < _HASH - 4 else _HASH - 4
@@ -612,10 +652,20 @@ cdef class OffsetMap:
         self._lookups += 1
         self._probes += 1
         self._touched = True
+        if self._sup_from >= 0:
+            if offset <= self._last_put:
+                self._sup_from = -1  # out of order: the bitmap no longer says it all
+            self._last_put = offset
         cdef int64_t attempt = 0
         cdef int64_t pos = first
+        cdef int64_t replaced
         while not self._is_empty(pos):
             if memcmp(self._table + pos, digest, _HASH) == 0:
+                if self._sup_from >= 0:
+                    memcpy(&replaced, self._table + pos + _HASH, 8)
+                    replaced -= self._sup_from
+                    if 0 <= replaced < self._sup_end - self._sup_from:
+                        self._sup[replaced >> 3] |= <uint8_t>(1 << (replaced & 7))
                 memcpy(self._table + pos + _HASH, &offset, 8)
                 self._latest = offset
                 return 0
@@ -939,10 +989,12 @@ cdef int _items_reserve(Items* k, Py_ssize_t n) noexcept nogil:
 cdef Py_ssize_t _parse_batch(OffsetMap m, const uint8_t* b, Py_ssize_t pos, Py_ssize_t end,
                              int64_t count, int64_t base_offset, int64_t base_timestamp,
                              int64_t log_append_time, int64_t hash_from, int64_t hash_to,
-                             Items* items, Err* e) noexcept nogil:
+                             bint skip_known, Items* items, Err* e) noexcept nogil:
     """Parse a batch's records into ``items``; the keys of records with offsets in
-    [hash_from, hash_to] are hashed (eight at a time). Returns
-    how many records parsed before an error (``e`` set), -3 out of memory."""
+    [hash_from, hash_to] are hashed (32 at a time), but with ``skip_known`` not
+    those whose fate the superseded bitmap knows (``it.verdict`` = its answer,
+    else -1). Returns how many records parsed before an error (``e`` set), -3
+    out of memory."""
     cdef Rec r
     cdef int64_t i
     cdef Item* it
@@ -969,8 +1021,9 @@ cdef Py_ssize_t _parse_batch(OffsetMap m, const uint8_t* b, Py_ssize_t pos, Py_s
         it.key = r.key
         it.key_len = r.key_len
         it.value_len = r.value_len
+        it.verdict = m.superseded_c(it.offset) if skip_known else -1
         items.n = i + 1
-        if r.key_len >= 0 and hash_from <= it.offset <= hash_to:
+        if r.key_len >= 0 and hash_from <= it.offset <= hash_to and it.verdict < 0:
             if r.key_len > BROKER_LANE_MAX:
                 broker_md5(b + r.key, <size_t>r.key_len, it.digest)
                 it.slot = m.first_position_c(it.digest)
@@ -1020,7 +1073,7 @@ cdef int _map_records(OffsetMap m, const uint8_t* b, Py_ssize_t pos, Py_ssize_t 
                       int64_t max_entries, int64_t* read, Items* items, Err* e) noexcept nogil:
     """1 full, 0 done, -1 error, -2 the map refused a key, -3 out of memory."""
     cdef Py_ssize_t parsed = _parse_batch(m, b, pos, end, count, base_offset, 0, 0,
-                                          start_offset, 0x7FFFFFFFFFFFFFFF, items, e)
+                                          start_offset, 0x7FFFFFFFFFFFFFFF, False, items, e)
     if parsed == -3:
         return -3
     cdef Py_ssize_t i
@@ -1200,8 +1253,10 @@ cdef inline int _keep(OffsetMap m, const uint8_t* key, int64_t key_len, bint has
         return 1
     if key_len < 0:
         return -1
-    cdef int64_t found = m.get_key_c(key, key_len)
-    return 1 if offset >= found and (has_value or retain_deletes) else 0
+    cdef int redundant = m.superseded_c(offset)
+    if redundant < 0:
+        redundant = offset < m.get_key_c(key, key_len)
+    return 1 if not redundant and (has_value or retain_deletes) else 0
 
 
 def keep_record(OffsetMap offset_map, key, bint has_value, int64_t offset, int64_t latest_offset,
@@ -1292,7 +1347,7 @@ cdef int _filter_records(OffsetMap m, const uint8_t* b, Py_ssize_t pos, Py_ssize
     ahead), then the kept ones written."""
     cdef Py_ssize_t parsed = _parse_batch(m, b, pos, end, count, base_offset, base_timestamp,
                                           log_append_time, -0x7FFFFFFFFFFFFFFF,
-                                          latest_offset, items, e)
+                                          latest_offset, True, items, e)
     if parsed == -3:
         return -3
     if e.code:
@@ -1304,7 +1359,7 @@ cdef int _filter_records(OffsetMap m, const uint8_t* b, Py_ssize_t pos, Py_ssize
     cdef int64_t kept = 0
     cdef int64_t first_ts = 0
     cdef int64_t i, new_base, out_horizon, timestamp
-    cdef int verdict
+    cdef int verdict, redundant
     cdef Item* it
     cdef Py_ssize_t o
     for i in range(parsed):
@@ -1313,11 +1368,11 @@ cdef int _filter_records(OffsetMap m, const uint8_t* b, Py_ssize_t pos, Py_ssize
             verdict = 1
         elif it.key_len < 0:
             verdict = -1
-        elif it.offset >= m.get_hash_at_c(it.digest, it.slot) and (
-                it.value_len >= 0 or retain_deletes):
-            verdict = 1
         else:
-            verdict = 0
+            redundant = it.verdict  # the superseded bitmap's answer, -1: ask the map
+            if redundant < 0:
+                redundant = it.offset < m.get_hash_at_c(it.digest, it.slot)
+            verdict = 1 if not redundant and (it.value_len >= 0 or retain_deletes) else 0
         it.verdict = verdict
         if verdict > 0:
             if kept == 0:

@@ -11,6 +11,18 @@ big-endian int at byte ``min(i, 12)`` of its hash plus ``max(0, i - 12)``,
 ``abs`` (Kafka's: ``Integer.MIN_VALUE`` -> 0) modulo the slots. A slot of 24
 zero bytes is empty. No deletes; ``clear`` zeroes the table.
 
+The superseded bitmap (ours, not Kafka's; ``OffsetMap(memory,
+superseded_memory)``): while a cleaning builds its map from its first dirty
+offset (``track_superseded(start, end)`` on an empty map), each put that
+finds its key already there sets the bit of the offset it replaces, for
+offsets in ``[start, min(end, start + 8 x superseded_memory))``. The filter then asks
+``superseded(offset)`` (1 or 0; -1 outside the bitmap or when it is off)
+before it hashes a record's key: a dirty record's fate needs no second MD5
+and no probe. It gives the map's answer exactly as long as the puts come in
+increasing offsets (then an offset is replaced iff it is below its key's
+latest offset, which is Kafka's ``redundant``); a put at or below the
+previous one turns the bitmap off for the rest of the cleaning.
+
 The walks cut a chunk of segment bytes into entries with the file rules
 (``FileLogInputStream``: fewer than 17 bytes left or an entry that does not
 fit ends the walk, a size field below 14 is corrupt) and handle in one call
@@ -168,17 +180,23 @@ def _java_int(value: int) -> int:
 class OffsetMap:
     """``SkimpyOffsetMap`` with MD5 (see the module docstring)."""
 
-    def __init__(self, memory: int) -> None:
+    def __init__(self, memory: int, superseded_memory: int = 0) -> None:
         if memory < BYTES_PER_ENTRY or memory > MAX_MEMORY:
             raise ValueError(
                 f"an offset map takes {BYTES_PER_ENTRY} to {MAX_MEMORY} bytes, not {memory}"
             )
+        if superseded_memory < 0 or superseded_memory > MAX_MEMORY:
+            raise ValueError(f"a superseded bitmap of {superseded_memory} bytes")
         self._slots = memory // BYTES_PER_ENTRY
         self._table = bytearray(self._slots * BYTES_PER_ENTRY)
         self._entries = 0
         self._latest = -1
         self._lookups = 0
         self._probes = 0
+        self._superseded = bytearray(superseded_memory)
+        self._tracked_from = -1  # first offset of the bitmap; -1: off
+        self._tracked_end = -1
+        self._last_put = -1
 
     @property
     def slots(self) -> int:
@@ -203,7 +221,8 @@ class OffsetMap:
 
     @property
     def memory(self) -> int:
-        return len(self._table)
+        """Bytes of the table and the superseded bitmap."""
+        return len(self._table) + len(self._superseded)
 
     def update_latest_offset(self, offset: int) -> None:
         self._latest = offset
@@ -214,6 +233,30 @@ class OffsetMap:
         self._latest = -1
         self._lookups = 0
         self._probes = 0
+        self._tracked_from = -1
+
+    def track_superseded(self, start_offset: int, end_offset: int) -> bool:
+        """Keep the superseded bitmap for ``[start_offset, end_offset)``, as far
+        as its memory goes (an empty map and a bitmap of some memory only);
+        returns whether it is on. Only the bytes that range needs are zeroed
+        (touched)."""
+        if not self._superseded or self._entries or not 0 <= start_offset < end_offset:
+            self._tracked_from = -1
+            return False
+        used = min(len(self._superseded), (end_offset - start_offset + 7) // 8)
+        self._superseded[:used] = bytes(used)
+        self._tracked_from = start_offset
+        self._tracked_end = start_offset + 8 * used
+        self._last_put = -1
+        return True
+
+    def superseded(self, offset: int) -> int:
+        """1 when a later offset of the same key went into the map, 0 when
+        none did, -1 when the bitmap does not know (off, or outside it)."""
+        if self._tracked_from < 0 or not self._tracked_from <= offset < self._tracked_end:
+            return -1
+        i = offset - self._tracked_from
+        return (self._superseded[i >> 3] >> (i & 7)) & 1
 
     def _position(self, digest: bytes, attempt: int) -> int:
         at = min(attempt, HASH_SIZE - 4)
@@ -236,11 +279,19 @@ class OffsetMap:
                 f"entries: {self._entries}, slots: {self._slots}"
             )
         self._lookups += 1
+        if self._tracked_from >= 0:
+            if offset <= self._last_put:
+                self._tracked_from = -1  # out of order: the bitmap no longer says it all
+            self._last_put = offset
         table = self._table
         attempt = 0
         pos = self._position(digest, attempt)
         while not self._is_empty(pos):
             if table[pos : pos + HASH_SIZE] == digest:
+                if self._tracked_from >= 0:
+                    replaced = _SLOT.unpack_from(table, pos + HASH_SIZE)[0] - self._tracked_from
+                    if 0 <= replaced < self._tracked_end - self._tracked_from:
+                        self._superseded[replaced >> 3] |= 1 << (replaced & 7)
                 _SLOT.pack_into(table, pos + HASH_SIZE, offset)
                 self._latest = offset
                 return
@@ -383,6 +434,8 @@ def _read_record(buf: Any, pos: int, end: int) -> _Rec:
     if r.key_len >= 0:
         r.key = p
         p += r.key_len
+        if p > stop:
+            raise error(E_KEY_VALUE_PAST)
     r.value_len, p = _varint(buf, p, stop, 35)
     if r.value_len >= 0:
         r.value = p
@@ -554,13 +607,17 @@ def keep_record(  # noqa: PLR0917
     latest_offset: int,
     retain_deletes: bool,
 ) -> int:
-    """``Cleaner.shouldRetainRecord``: 1 keep, 0 drop, -1 drop an invalid (key-less) record."""
+    """``Cleaner.shouldRetainRecord``: 1 keep, 0 drop, -1 drop an invalid (key-less) record.
+    Redundant (a later offset of the key is in the map): from the superseded
+    bitmap when it knows, else from the map."""
     if offset > latest_offset:
         return 1
     if key is None:
         return -1
-    found = offset_map.get(key)
-    return 1 if offset >= found and (has_value or retain_deletes) else 0
+    redundant = offset_map.superseded(offset)
+    if redundant < 0:
+        redundant = int(offset < offset_map.get(key))
+    return 1 if not redundant and (has_value or retain_deletes) else 0
 
 
 def filter_records(  # noqa: PLR0917

@@ -7,9 +7,12 @@ when it was built and ``BROKER_NO_EXTENSIONS`` is not set).
 
 The twins' names (what each does is documented in ``_clean_py.py``)::
 
-    OffsetMap(memory)                    SkimpyOffsetMap: put/get/put_hash/get_hash,
+    OffsetMap(memory, superseded_memory=0)
+                                         SkimpyOffsetMap: put/get/put_hash/get_hash,
                                          clear, slots, size, latest_offset,
-                                         update_latest_offset, utilization
+                                         update_latest_offset, utilization; and the
+                                         superseded bitmap: track_superseded(start, end),
+                                         superseded(offset) -> 1 | 0 | -1
     ActiveProducers({pid: (last data offset | -1, epoch)})
         .is_last_batch(pid, last_offset, is_control, epoch)
     md5(key) -> 16 bytes

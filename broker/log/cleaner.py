@@ -176,6 +176,7 @@ class Cleaner:
         """``Cleaner.buildOffsetMap``: keys of [start, end) into the map, as many as fit."""
         offset_map = self.offset_map
         offset_map.clear()
+        offset_map.track_superseded(start, end)
         dirty = job.segments_between(start, end)
         logger.info(
             "Building offset map for log %s for %d segments in offset range [%d, %d).",
@@ -275,14 +276,16 @@ class Cleaner:
                     "retaining" if retain_legacy_deletes else "discarding",
                 )
                 self.clean_into(job, view, cleaned, producers, retain_legacy_deletes, stats)
-            next_offset = finish_cleaned_segment(cleaned, group[-1].last_modified)
+            next_offset = finish_cleaned_segment(
+                cleaned, group[-1].last_modified, self._read_buffer
+            )
             # Kafka's swap recovery deletes the old files in [first base, next offset of
             # the swap); a group whose later segments were cleaned away entirely would
             # leave them behind after a crash mid-swap. An empty placeholder segment at
             # the last old base extends that range and replaces its files (deviations.md)
             if len(group) > 1 and next_offset <= group[-1].base_offset:
                 placeholder = create_cleaned_segment(job, group[-1].base_offset)
-                finish_cleaned_segment(placeholder, group[-1].last_modified)
+                finish_cleaned_segment(placeholder, group[-1].last_modified, self._read_buffer)
             fsync_dir(job.directory)
             maybe_crash("cleaned")
             old = [view.segment for view in group]
@@ -494,11 +497,13 @@ def create_cleaned_segment(job: CleaningJob, base_offset: int) -> LogSegment:
     )
 
 
-def finish_cleaned_segment(segment: LogSegment, last_modified: int) -> int:
-    """Indexes built by the recovery scan (which checks every batch written),
-    files trimmed and fsynced, mtime of the last old segment; returns the
-    segment's next offset."""
-    result = recover_segment(segment)
+def finish_cleaned_segment(
+    segment: LogSegment, last_modified: int, buffer: bytearray | None = None
+) -> int:
+    """Indexes built by the recovery scan (which checks every batch written;
+    through ``buffer``, the cleaner's read buffer), files trimmed and fsynced,
+    mtime of the last old segment; returns the segment's next offset."""
+    result = recover_segment(segment, buffer=buffer)
     if result.error is not None or result.truncated_bytes:
         raise CorruptRecordError(
             f"cleaned segment {segment.log.path} does not read back: {result.error}"

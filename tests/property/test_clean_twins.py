@@ -16,6 +16,7 @@ import importlib
 from types import ModuleType
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -143,6 +144,11 @@ def run_filter(twin: ModuleType, data: bytes, out_size: int, latest: int, now: i
     m = twin.OffsetMap(24 * 40)
     for i, k in enumerate(KEYS[:4]):
         m.put(k, 3 * i + 2)
+    return filter_with(twin, m, data, out_size, latest, now, producers, legacy_deletes)
+
+
+def filter_with(twin: ModuleType, m: Any, data: bytes, out_size: int, latest: int, now: int,
+                producers: dict[int, tuple[int, int]], legacy_deletes: bool) -> Any:  # fmt: skip
     active = twin.ActiveProducers(producers)
     out = bytearray(out_size)
     steps = []
@@ -208,6 +214,112 @@ def test_filter_records_twins_agree(data: bytes, latest: int, now: int) -> None:
                 results.append((res, bytes(out)))
             assert results[0] == results[1]
         pos += size
+
+
+def build_map(twin: ModuleType, data: bytes, start_offset: int, superseded: int | None,
+              end_offset: int = 1 << 40) -> Any:  # fmt: skip
+    """The map of a cleaning over the chunk from ``start_offset``, with a
+    superseded bitmap of ``superseded`` bytes tracked from there up to
+    ``end_offset`` (None: none)."""
+    m = twin.OffsetMap(24 * 40, superseded or 0)
+    if superseded is not None:
+        assert m.track_superseded(start_offset, end_offset) == (superseded > 0)
+    pos = 0
+    while True:
+        res = outcome(twin.map_chunk, m, data, pos, len(data), start_offset, 30)
+        if res[0] != "ok" or res[1][1] != twin.NEEDS_CODEC:
+            return m
+        pos = res[1][0] + 12 + int.from_bytes(data[res[1][0] + 8 : res[1][0] + 12], "big")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=chunks(),
+    start_offset=st.integers(0, 12),
+    superseded=st.sampled_from([0, 1, 2, 64]),
+    end_offset=st.sampled_from([20, 1 << 40]),
+    now=st.sampled_from([0, 60, 20_000]),
+    producers=st.dictionaries(st.integers(1, 3), st.tuples(st.integers(-1, 40), st.integers(0, 1))),
+)
+def test_the_superseded_bitmap_answers_as_the_map(data: bytes, start_offset: int,
+                                                  superseded: int, end_offset: int, now: int,
+                                                  producers: dict[int, tuple[int, int]]) -> None:  # fmt: skip
+    """A cleaning's filter decides the same with the bitmap (1 to 512 offsets
+    from the first dirty one, or fewer up to an end offset, so also past its
+    end) as with the map alone, in both twins, and the twins' bitmaps hold the
+    same bits."""
+    results = []
+    for twin in TWINS:
+        plain = build_map(twin, data, start_offset, None)
+        tracked = build_map(twin, data, start_offset, superseded, end_offset)
+        latest = plain.latest_offset
+        assert tracked.latest_offset == latest
+        args = (data, 100_000, latest, now, producers, True)
+        expected = filter_with(twin, plain, *args)
+        assert filter_with(twin, tracked, *args) == expected
+        results.append((expected, [tracked.superseded(o) for o in range(-1, 600)]))
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("twin", ["py", "c"])
+def test_the_superseded_bitmap(twin: str) -> None:
+    t = _clean_py if twin == "py" else _clean_c
+    m = t.OffsetMap(24 * 100, 2)  # 16 offsets
+    assert m.memory == 24 * 100 + 2
+    assert m.superseded(10) == -1  # off until a cleaning tracks it
+    assert not m.track_superseded(10, 10)  # an empty range
+    assert m.track_superseded(10, 1000)
+    m.put(b"a", 10)
+    m.put(b"b", 11)
+    m.put(b"a", 12)
+    m.put(b"a", 30)  # replaces 12; 30 itself is past the bitmap
+    m.put(b"b", 31)
+    assert [m.superseded(o) for o in (9, 10, 11, 12, 13, 25, 26, 30)] == [-1, 1, 1, 1, 0, 0, -1, -1]
+    m.put(b"c", 31)  # not after the previous put: the bitmap stops answering
+    assert m.superseded(10) == -1
+    m.clear()
+    assert m.superseded(10) == -1
+    assert m.track_superseded(10, 13)  # up to an end: offsets 10, 11, 12 (a byte's worth)
+    m.put(b"a", 10)
+    m.put(b"a", 17)
+    m.put(b"a", 18)
+    assert [m.superseded(o) for o in (10, 17, 18)] == [1, 1, -1]
+    m.clear()
+    m.put(b"x", 1)
+    assert not m.track_superseded(0, 100)  # only on an empty map
+    assert not t.OffsetMap(24 * 100).track_superseded(0, 100)  # only with a bitmap
+
+
+def test_a_key_past_its_record_is_the_same_error_in_both_twins() -> None:
+    """Found by the property above: the reference read the value's length
+    past the record before it noticed the key ran past it."""
+    rec = bytearray(record(0, 0, b"abc", b"v", []))
+    assert rec[4] == 6  # the key's length, zig-zag 3
+    rec[4] = 100  # 50 bytes: past the record
+    results = []
+    for t in TWINS:
+        m = t.OffsetMap(24 * 8)
+        results.append(
+            outcome(
+                t.filter_records,
+                m,
+                bytes(rec),
+                0,
+                len(rec),
+                1,
+                0,
+                0,
+                -1,
+                -1,
+                0,
+                7,
+                5,
+                bytearray(100),
+                0,
+            )
+        )
+    assert results[0] == results[1]
+    assert "key or value past the record" in results[0][2]
 
 
 def test_a_magic_byte_is_signed_in_both_twins() -> None:

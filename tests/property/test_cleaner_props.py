@@ -6,7 +6,8 @@ small set, values or tombstones, one to four records per batch, no producer
 or one of three idempotent producers continuing its sequence, sometimes
 compressed, sometimes a roll), then cleans it with a map of any size (a map
 too small for the dirty section cleans it in several passes, each starting
-where the last ended), and checks against a model:
+where the last ended) and a superseded bitmap of any size or none, and
+checks against a model:
 
 * below the cleaning's end offset each key keeps exactly its latest record
   (a tombstone too, until its delete horizon), above it nothing changed;
@@ -125,10 +126,11 @@ def check_batches(log: UnifiedLog, appended: list[dict[str, Any]]) -> None:
 @given(
     ops=st.lists(op, min_size=1, max_size=40),
     map_slots=st.sampled_from([2, 3, 5, 1000]),
+    superseded=st.sampled_from([0, 1, 4, 64]),
     reopen_clean=st.booleans(),
 )
 def test_cleaning_keeps_the_latest_record_of_each_key(
-    ops: list[Any], map_slots: int, reopen_clean: bool
+    ops: list[Any], map_slots: int, superseded: int, reopen_clean: bool
 ) -> None:
     with TemporaryDirectory() as tmp:
         clock = MockTime()
@@ -140,7 +142,7 @@ def test_cleaning_keeps_the_latest_record_of_each_key(
         if log.active_segment.size:
             log.roll()
         end = log.active_segment.base_offset
-        cleaner = make_cleaner(map_slots)
+        cleaner = make_cleaner(map_slots, superseded_memory=superseded)
         first_dirty = 0
         for _ in range(200):  # each pass maps at least one key
             first_dirty, _stats = clean(cleaner, log, first_dirty)

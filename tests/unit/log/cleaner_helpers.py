@@ -54,9 +54,11 @@ def make_cleaner(
     capacity: int,
     check_done: Callable[[TopicPartition], None] = lambda _tp: None,
     max_message_size: int = 64 * 1024,
+    superseded_memory: int = 0,
 ) -> Cleaner:
-    """``makeCleaner``: a map of ``capacity`` slots (capped), load factor 0.75."""
-    offset_map = clean_loops.OffsetMap(min(capacity, 50_000) * 24)
+    """``makeCleaner``: a map of ``capacity`` slots (capped), load factor 0.75;
+    with a superseded bitmap of ``superseded_memory`` bytes (none in Kafka's)."""
+    offset_map = clean_loops.OffsetMap(min(capacity, 50_000) * 24, superseded_memory)
     return Cleaner(
         0,
         offset_map,
