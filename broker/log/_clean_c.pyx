@@ -19,6 +19,10 @@ put) in order, by which time their slots are in the cache. Probing without
 that wait was ~40 ns a record on a 128 MiB map with a million keys, half
 the cleaning. The table's slot of a probe is ``abs(probe) % slots`` as in
 Kafka, computed without a division (Lemire's remainder by multiplication).
+The filter hashes only the keys the superseded bitmap cannot answer for
+(records before the first dirty offset, or past the bitmap): a dirty
+record's fate is one bit (filter pass ~78 -> ~44 ns a record at 1 GiB, 10%
+live keys; the map pass stays ~55-65 ns, walking, hashing and probing).
 
 Errors are found in C and raised with the reference's ``error(code, ...)``
 once the GIL is back, so both twins raise the same exceptions with the same
