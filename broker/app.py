@@ -12,6 +12,12 @@ from every connection and let the requests already read finish (up to
 and close every log, write the checkpoints and the clean-shutdown marker;
 release the locks. Exit code 0.
 
+The log cleaner's threads (``log.cleaner.enable``, ``log.cleaner.threads``)
+start once the logs are loaded; whatever they must do on the logs' owner
+thread (choose a log, swap cleaned segments in) they hand to the event loop
+(:meth:`BrokerApp._owner_call`). They stop first at shutdown, joined from a
+worker thread while the loop still serves them.
+
 Background ticks on the event loop: retention (``log.retention.check.interval.ms``),
 flushes due to ``flush.ms`` or to a roll (every second, in a worker thread),
 recovery-point and log-start-offset checkpoints, expired ``.deleted`` files,
@@ -34,7 +40,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from broker import __version__
 from broker.config import BrokerConfig, parse_host_counts, parse_overrides, parse_properties
@@ -43,9 +49,16 @@ from broker.coordinator.group.coordinator import GroupCoordinator
 from broker.errors import InvalidConfigError
 from broker.handlers.context import BrokerContext, Endpoint
 from broker.handlers.registry import HandlerRegistry
-from broker.log.errors import LogDirLockedError
+from broker.log.errors import LogDirLockedError, ThreadShutdownError
 from broker.log.manager import LogManager
-from broker.metrics import BrokerMetrics, ConnectionSample, GroupSample, LogSample, NullMetrics
+from broker.metrics import (
+    BrokerMetrics,
+    CleanerSample,
+    ConnectionSample,
+    GroupSample,
+    LogSample,
+    NullMetrics,
+)
 from broker.partition.partition import OffloadResult
 from broker.partition.producer_ids import ProducerIdManager
 from broker.partition.replica_manager import ReplicaManager
@@ -96,6 +109,8 @@ from broker.server.sasl_gate import SaslListener
 from broker.server.tls_handshakes import HandshakeWatch
 
 log = logging.getLogger("broker")
+
+T = TypeVar("T")
 
 OAUTH_VALIDATOR_CLASS = (
     "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
@@ -178,17 +193,23 @@ class BrokerApp:
         self.replica_manager: ReplicaManager | None = None
         self.acl_control: AclControl | None = None
         self.groups: GroupCoordinator | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # ---- start ----------------------------------------------------------------------------
 
     async def start(self) -> None:
         cfg = self.config
         loop = asyncio.get_running_loop()
+        self._loop = loop
         # cross-key checks first, before the log dirs are locked and loaded
         budget = ReceiveBudget(receive_budget_bytes(cfg))
         per_ip_overrides = connection_overrides(cfg)
         await loop.run_in_executor(None, self.log_manager.startup)
         self.metrics.log_provider = self._log_samples
+        cleaner = self.log_manager.cleaner
+        if cleaner is not None:
+            self.metrics.cleaner_provider = lambda: CleanerSample(*cleaner.snapshot())
+            self.log_manager.start_cleaner(self._owner_call)
         # produce validations too costly for the event loop (broker/partition/partition.py)
         self._offload_pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=int(cfg.get("produce.offload.threads")),
@@ -361,6 +382,33 @@ class BrokerApp:
                 out[spec.name] = Endpoint(advertised_host(spec.host), bound)
         return out
 
+    def _owner_call(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the event loop (the logs' owner) and return its result;
+        called from a cleaner thread. ThreadShutdownError once the loop is gone."""
+        loop = self._loop
+        assert loop is not None
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+        try:
+            loop.call_soon_threadsafe(run)
+        except RuntimeError:  # the loop is closed
+            raise ThreadShutdownError("the event loop is gone") from None
+        while True:
+            try:
+                return future.result(timeout=1.0)
+            except concurrent.futures.TimeoutError:
+                if loop.is_closed():
+                    future.cancel()
+                    raise ThreadShutdownError("the event loop is gone") from None
+
     def _log_samples(self) -> list[LogSample]:
         return [LogSample(*s) for s in self.log_manager.log_stats()]
 
@@ -492,7 +540,10 @@ class BrokerApp:
             await asyncio.get_running_loop().run_in_executor(None, self.acl_control.close)
         if self._offload_pool is not None:
             self._offload_pool.shutdown(wait=True)
-        await asyncio.get_running_loop().run_in_executor(None, self.log_manager.shutdown)
+        loop = asyncio.get_running_loop()
+        # joined from a worker thread: a cleaner thread may be waiting for the loop
+        await loop.run_in_executor(None, self.log_manager.stop_cleaner)
+        await loop.run_in_executor(None, self.log_manager.shutdown)
         await self.ops.stop()
         log.info("shut down cleanly")
 
@@ -731,6 +782,7 @@ def run(args: argparse.Namespace) -> int:
         except (AclStoreError, ScramStoreError) as exc:
             print(f"broker: cannot start: {exc}", file=sys.stderr)
             await app.ops.stop()
+            await asyncio.get_running_loop().run_in_executor(None, app.log_manager.stop_cleaner)
             app.log_manager.shutdown()
             return 1
         except InvalidConfigError as exc:
@@ -740,6 +792,7 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"broker: cannot start: {exc}", file=sys.stderr)
             await app.ops.stop()
+            await asyncio.get_running_loop().run_in_executor(None, app.log_manager.stop_cleaner)
             app.log_manager.shutdown()
             return 1
         await app.serve_forever()

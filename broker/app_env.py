@@ -19,7 +19,7 @@ Not configuration, never mapped:
 
 * the process switches the broker reads itself (:data:`PROCESS_SWITCHES`:
   ``BROKER_NO_EXTENSIONS``, ``BROKER_EVENT_LOOP``, ``BROKER_LOG_LEVEL``,
-  ``BROKER_EXPECT_COMPILED``, ``BROKER_SPARK_CACHE``);
+  ``BROKER_EXPECT_COMPILED``, ``BROKER_SPARK_CACHE``, ``BROKER_CLEANER_FAULT``);
 * the service-link variables Kubernetes injects for a Service named ``broker``
   (``BROKER_SERVICE_HOST``, ``BROKER_SERVICE_PORT[_<name>]``, ``BROKER_PORT``,
   ``BROKER_PORT_<n>_<TCP|UDP|SCTP>[_PROTO|_PORT|_ADDR]``); the same trap made
@@ -65,6 +65,7 @@ PROCESS_SWITCHES = frozenset(
         "BROKER_LOG_LEVEL",  # broker.app: logging level (INFO)
         "BROKER_EXPECT_COMPILED",  # test guard: fail if the compiled twin did not load
         "BROKER_SPARK_CACHE",  # broker.spark.session: where the JVM's CDS archive is kept
+        "BROKER_CLEANER_FAULT",  # broker.log.cleaner_faults: crash tests kill at a cleaning step
     }
 )
 

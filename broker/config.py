@@ -299,8 +299,8 @@ TOPIC_KEYS: dict[str, ConfigKey] = {
             "cleanup.policy",
             ConfigType.LIST,
             ("delete",),
-            "Retention policy: 'delete' drops old segments, 'compact' marks the topic"
-            " compacted (keys required). Compaction itself is not run by this broker.",
+            "Retention policy: 'delete' drops old segments, 'compact' keeps the latest"
+            " record of each key (the log cleaner; keys required).",
             list_of("compact", "delete", allow_empty=True),
             synonyms=(("log.cleanup.policy", 1),),
         ),
@@ -340,10 +340,10 @@ TOPIC_KEYS: dict[str, ConfigKey] = {
             "delete.retention.ms",
             ConfigType.LONG,
             86_400_000,
-            "Tombstone retention for compacted topics.",
+            "How long the log cleaner keeps a tombstone (null value) after the cleaning that"
+            " first saw it (its batch's delete horizon).",
             in_range(0),
             synonyms=(("log.cleaner.delete.retention.ms", 1),),
-            inert=True,
         ),
         ConfigKey(
             "file.delete.delay.ms",
@@ -381,7 +381,8 @@ TOPIC_KEYS: dict[str, ConfigKey] = {
             "max.compaction.lag.ms",
             ConfigType.LONG,
             LONG_MAX,
-            "Upper bound of a compacted topic's segment age (also caps segment.ms).",
+            "Longest a record stays uncleaned: a log whose dirty records are older is cleaned"
+            " whatever its dirty ratio (also caps segment.ms).",
             in_range(1),
             synonyms=(("log.cleaner.max.compaction.lag.ms", 1),),
         ),
@@ -444,19 +445,18 @@ TOPIC_KEYS: dict[str, ConfigKey] = {
             "min.cleanable.dirty.ratio",
             ConfigType.DOUBLE,
             0.5,
-            "Log cleaner trigger (no cleaner runs in this broker).",
+            "Dirty bytes / all bytes of a compacted log above which the log cleaner cleans it.",
             in_range(0, 1),
             synonyms=(("log.cleaner.min.cleanable.ratio", 1),),
-            inert=True,
         ),
         ConfigKey(
             "min.compaction.lag.ms",
             ConfigType.LONG,
             0,
-            "Log cleaner lag (no cleaner runs in this broker).",
+            "Least age of a record before the log cleaner may remove it (segments whose"
+            " newest record is younger are not cleaned).",
             in_range(0),
             synonyms=(("log.cleaner.min.compaction.lag.ms", 1),),
-            inert=True,
         ),
         ConfigKey(
             "min.insync.replicas",
@@ -828,6 +828,53 @@ BROKER_KEYS: dict[str, ConfigKey] = {
             True,
             "acks=all is answered after an fsync covering the batch (group commit); false"
             " answers after the append, like acks=1 (this broker's: it has no replicas).",
+        ),
+        # LogCleaner (CleanerConfig.java): Kafka's keys and defaults
+        ConfigKey(
+            "log.cleaner.enable",
+            ConfigType.BOOLEAN,
+            True,
+            "Run the log cleaner: compact topics are compacted only when it runs.",
+        ),
+        ConfigKey(
+            "log.cleaner.threads",
+            ConfigType.INT,
+            1,
+            "Log cleaner threads (each cleans one log at a time).",
+            in_range(0),
+        ),
+        ConfigKey(
+            "log.cleaner.dedupe.buffer.size",
+            ConfigType.LONG,
+            134_217_728,
+            "Memory of the cleaners' offset maps (key hash -> offset, 24 bytes per key),"
+            " shared among the threads.",
+        ),
+        ConfigKey(
+            "log.cleaner.io.buffer.load.factor",
+            ConfigType.DOUBLE,
+            0.9,
+            "How full an offset map may become before a cleaning stops adding keys.",
+        ),
+        ConfigKey(
+            "log.cleaner.io.buffer.size",
+            ConfigType.INT,
+            524_288,
+            "Memory of the cleaners' read and write buffers, shared among the threads.",
+            in_range(0),
+        ),
+        ConfigKey(
+            "log.cleaner.io.max.bytes.per.second",
+            ConfigType.DOUBLE,
+            1.7976931348623157e308,
+            "Bytes per second the cleaners may read and write together.",
+        ),
+        ConfigKey(
+            "log.cleaner.backoff.ms",
+            ConfigType.LONG,
+            15_000,
+            "How long a cleaner thread sleeps when no log needs cleaning.",
+            in_range(0),
         ),
         ConfigKey(
             "shutdown.timeout.ms",

@@ -12,8 +12,9 @@ per-request bundles whose labelled children are bound once
 (:meth:`BrokerMetrics.topic`, :meth:`BrokerMetrics.request`), so the hot path
 pays one ``inc``/``observe`` per batch or per request, never per record.
 
-Log gauges (end offset, start offset, size, segment count per partition) are
-read at scrape time from a provider callable, so appends pay nothing for them.
+Log gauges (end offset, start offset, size, segment count per partition) and
+the log cleaner's gauges are read at scrape time from provider callables, so
+appends pay nothing for them.
 
 The counters and histograms the event loop updates are ``broker.meters``
 objects (no lock, a C bisect per observation: 0.1-0.2 us instead of 0.4-0.8 us),
@@ -128,6 +129,23 @@ class ConnectionSample(NamedTuple):
 
 
 ConnectionProvider = Callable[[], ConnectionSample]
+
+
+class CleanerSample(NamedTuple):
+    """The log cleaner's gauges (``LogCleaner`` / ``LogCleanerManager``), read at scrape time."""
+
+    max_buffer_utilization_percent: int
+    cleaner_recopy_percent: int
+    max_clean_time_secs: int
+    max_compaction_delay_secs: int
+    dead_thread_count: int
+    max_dirty_percent: int
+    time_since_last_run_ms: int
+    #: per log dir: (uncleanable partitions, their uncleanable bytes)
+    uncleanable: Mapping[str, tuple[int, int]]
+
+
+CleanerProvider = Callable[[], CleanerSample]
 
 
 class ValidatorRecorder:
@@ -459,6 +477,87 @@ class _GroupCollector(Collector):
         yield from (groups, members, rebalances, rebalance_time, commits, expired, lag, dropped)
 
 
+class _CleanerCollector(Collector):
+    """Kafka's ``kafka.log:type=LogCleaner`` and ``type=LogCleanerManager`` gauges."""
+
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        # the families always exist (Kafka registers the gauges with the cleaner);
+        # their samples need a cleaner
+        provider = self._metrics.cleaner_provider
+        s = provider() if provider is not None else None
+        ns = f"{NAMESPACE}_log_cleaner"
+        for name, doc, attr, scale in (
+            (
+                "max_buffer_utilization_percent",
+                "Fullest offset map of the threads' last cleanings"
+                " (max-buffer-utilization-percent).",
+                "max_buffer_utilization_percent",
+                1,
+            ),
+            (
+                "recopy_percent",
+                "Bytes written / bytes read by the threads' last cleanings"
+                " (cleaner-recopy-percent).",
+                "cleaner_recopy_percent",
+                1,
+            ),
+            (
+                "max_clean_time_seconds",
+                "Longest of the threads' last cleanings (max-clean-time-secs).",
+                "max_clean_time_secs",
+                1,
+            ),
+            (
+                "max_compaction_delay_seconds",
+                "How far past max.compaction.lag.ms the oldest dirty record waited "
+                "(max-compaction-delay-secs).",
+                "max_compaction_delay_secs",
+                1,
+            ),
+            (
+                "dead_threads",
+                "Cleaner threads that died of an unexpected error (DeadThreadCount).",
+                "dead_thread_count",
+                1,
+            ),
+            (
+                "max_dirty_percent",
+                "Dirty ratio of the dirtiest compacted log at the last look (max-dirty-percent).",
+                "max_dirty_percent",
+                1,
+            ),
+            (
+                "time_since_last_run_seconds",
+                "Time since a cleaner thread last looked for a log to clean "
+                "(time-since-last-run-ms).",
+                "time_since_last_run_ms",
+                1000,
+            ),
+        ):
+            family = GaugeMetricFamily(f"{ns}_{name}", doc)
+            if s is not None:
+                family.add_metric([], getattr(s, attr) / scale)
+            yield family
+        partitions = GaugeMetricFamily(
+            f"{ns}_uncleanable_partitions",
+            "Partitions whose cleaning failed, per log dir (uncleanable-partitions-count).",
+            labels=["log_directory"],
+        )
+        uncleanable_bytes = GaugeMetricFamily(
+            f"{ns}_uncleanable_bytes",
+            "Cleanable bytes of those partitions, per log dir (uncleanable-bytes).",
+            labels=["log_directory"],
+        )
+        for log_dir, (count, size) in sorted(s.uncleanable.items() if s is not None else ()):
+            partitions.add_metric([log_dir], count)
+            uncleanable_bytes.add_metric([log_dir], size)
+        yield partitions
+        yield uncleanable_bytes
+
+
 class BrokerMetrics:
     """The broker's metric registry and the bundles handed to other layers."""
 
@@ -474,6 +573,8 @@ class BrokerMetrics:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         self.max_client_label_values = max_client_label_values
         self.log_provider: LogProvider | None = None
+        #: the log cleaner's gauges (None: no cleaner, no series)
+        self.cleaner_provider: CleanerProvider | None = None
         self.connection_provider: ConnectionProvider | None = None
         self.group_provider: GroupProvider | None = None
         r = self.registry
@@ -701,6 +802,7 @@ class BrokerMetrics:
         ).set(1)
         r.register(meters)
         r.register(_LogCollector(self))
+        r.register(_CleanerCollector(self))
         r.register(_ConnectionCollector(self))
         r.register(_GroupCollector(self))
 
@@ -912,6 +1014,7 @@ class NullMetrics:
         self._topic = TopicMetrics(*([noop] * 10))  # type: ignore[arg-type]
         self._request = _NullRequestMetrics()
         self.log_provider: LogProvider | None = None
+        self.cleaner_provider: CleanerProvider | None = None
 
     def connection_meters(
         self, refusal_reasons: Iterable[str] = (), expiry_reasons: Iterable[str] = ()

@@ -2,7 +2,7 @@
 
 * Compiled-twin guard: with ``BROKER_EXPECT_COMPILED=1`` (``make test`` sets it
   for the first run) the session fails at once if any twin (records scan,
-  recovery scan, append path: ``broker.records.twins.CHOICES``) fell back to
+  recovery scan, append path, cleaner loops: ``broker.records.twins.CHOICES``) fell back to
   pure Python, so a broken build can never pass as green.
 * Event loop: ``BROKER_EVENT_LOOP`` = ``uvloop`` (default) or ``asyncio``
   chooses the loop of in-process async tests (:func:`tests.aio.run`) and is
@@ -15,12 +15,12 @@ import os
 
 import pytest
 
-from broker.log import appender
+from broker.log import appender, clean_loops
 from broker.log import scan as recover_scan
 from broker.records import scan, twins
 
 #: every chooser module, imported so that each has made its choice
-CHOOSERS = (scan, recover_scan, appender)
+CHOOSERS = (scan, recover_scan, appender, clean_loops)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -9,6 +9,10 @@
   them, producer snapshots, checkpoints), then closes it cleanly;
 * :func:`write_log_dir`: several partitions plus the log-dir checkpoints and
   clean-shutdown marker a stopped broker leaves;
+* :func:`keyed_appends` / :func:`clean_partition`: updates of a few keys, and
+  their partition cleaned by the log cleaner up to one of its segments, with
+  the ``cleaner-offset-checkpoint`` and ``cleanup.policy=compact`` override a
+  broker leaves;
 * :func:`expected_records`: what each partition must read back as.
 """
 
@@ -19,12 +23,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker.config import TopicConfig
+from broker.log import clean_loops
 from broker.log.checkpoints import (
     CleanShutdownFile,
+    atomic_write,
+    cleaner_offset_checkpoint,
+    encode_properties,
     log_start_offset_checkpoint,
     recovery_point_checkpoint,
 )
+from broker.log.cleaner import Cleaner
+from broker.log.cleaning_plan import LogToClean, prepare_job
+from broker.log.config_store import PREFIX, SUFFIX
 from broker.log.files import TopicPartition
+from broker.log.throttler import Throttler
 from broker.log.unified_log import UnifiedLog
 from broker.records.batch import CompressionType, TimestampType
 from broker.records.builder import build_v2_batch
@@ -172,6 +184,50 @@ def write_log_dir(
     log_start_offset_checkpoint(log_dir).write({tp: o for tp, o in starts.items() if o > 0})
     CleanShutdownFile(log_dir).write()
     return ends
+
+
+def keyed_appends(batches: int, per_batch: int, keys: int) -> list[bytes]:
+    """v2 batches of updates to ``keys`` keys in turn, every 4th record a key of
+    its own instead (kept by a cleaning), every 7th a tombstone."""
+    out = []
+    for b in range(batches):
+        records = []
+        for i in range(b * per_batch, (b + 1) * per_batch):
+            value = None if i % 7 == 6 else b"update-%d" % i
+            key = b"once-%d" % i if i % 4 == 1 else b"key-%d" % (i % keys)
+            records.append(SimpleRecord(BASE_TS + i, key, value))
+        out.append(bytes(build_v2_batch(records, base_offset=b * per_batch).buffer))
+    return out
+
+
+def clean_partition(log_dir: Path, tp: TopicPartition, config: TopicConfig, upto: int) -> int:
+    """Clean the partition's segments before its ``upto``-th segment with the
+    broker's log cleaner (tombstones kept: the delete horizon is ahead) and
+    leave what a broker leaves: the first dirty offset in the log dir's
+    ``cleaner-offset-checkpoint``, ``cleanup.policy=compact`` in the topic's
+    overrides file. Returns the first dirty offset."""
+    log = UnifiedLog.open(log_dir / f"{tp.topic}-{tp.partition}", config, had_clean_shutdown=True)
+    try:
+        uncleanable = log.segments[upto].base_offset
+        cleaner = Cleaner(
+            0,
+            clean_loops.OffsetMap(1 << 16),
+            1 << 16,
+            1 << 20,
+            0.75,
+            Throttler(float("inf")),
+            lambda _tp: None,
+        )
+        job = prepare_job(LogToClean.of(tp, log, 0, uncleanable), BASE_TS)
+        first_dirty, _stats = cleaner.clean(job)
+        log.flush(include_empty_active=True)
+    finally:
+        log.close()
+    checkpoint = cleaner_offset_checkpoint(log_dir)
+    checkpoint.write({**checkpoint.read(), tp: first_dirty})
+    overrides = {"cleanup.policy": "compact"}
+    atomic_write(log_dir / f"{PREFIX}{tp.topic}{SUFFIX}", encode_properties(overrides))
+    return first_dirty
 
 
 def flip_byte(path: str | Path, position: int) -> None:

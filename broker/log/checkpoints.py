@@ -34,6 +34,7 @@ from broker.config import parse_properties
 from broker.log.errors import CheckpointError
 from broker.log.files import (
     CLEAN_SHUTDOWN_FILE_NAME,
+    CLEANER_OFFSET_CHECKPOINT_FILE,
     LEADER_EPOCH_CHECKPOINT_FILE,
     LOG_START_OFFSET_CHECKPOINT_FILE,
     META_PROPERTIES_FILE_NAME,
@@ -173,7 +174,8 @@ def _parse_offset(line: str) -> tuple[TopicPartition, int] | None:
 
 
 class OffsetCheckpointFile:
-    """``recovery-point-offset-checkpoint`` / ``log-start-offset-checkpoint``."""
+    """``recovery-point-offset-checkpoint`` / ``log-start-offset-checkpoint`` /
+    ``cleaner-offset-checkpoint``."""
 
     VERSION = 0
 
@@ -200,6 +202,11 @@ def recovery_point_checkpoint(log_dir: Path) -> OffsetCheckpointFile:
 
 def log_start_offset_checkpoint(log_dir: Path) -> OffsetCheckpointFile:
     return OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT_FILE)
+
+
+def cleaner_offset_checkpoint(log_dir: Path) -> OffsetCheckpointFile:
+    """The log cleaner's first dirty offset of each compacted partition (LogCleanerManager)."""
+    return OffsetCheckpointFile(log_dir / CLEANER_OFFSET_CHECKPOINT_FILE)
 
 
 # ---- leader-epoch-checkpoint (per partition) -----------------------------------

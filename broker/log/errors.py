@@ -64,3 +64,13 @@ class LogDirLockedError(KafkaStorageError):
 class LogClosedError(KafkaStorageError):
     """The log, a segment or an index was closed (Kafka:
     ``checkIfMemoryMappedBufferClosed``)."""
+
+
+class LogCleaningAbortedError(Exception):
+    """``LogCleaningAbortedException``: a cleaning stopped on purpose (the
+    partition was deleted, cleaning was aborted or paused, the log changed
+    under it, the broker is shutting down). Not a failure of the partition."""
+
+
+class ThreadShutdownError(LogCleaningAbortedError):
+    """``ThreadShutdownException``: the cleaner thread is stopping."""

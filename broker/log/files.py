@@ -8,6 +8,7 @@ and a few per-directory files::
       meta.properties                    version=1, cluster.id, node.id, directory.id
       recovery-point-offset-checkpoint   "0\\n<n>\\n<topic> <partition> <offset>\\n"*
       log-start-offset-checkpoint        same format
+      cleaner-offset-checkpoint          same format: first dirty offset of compacted logs
       .kafka_cleanshutdown               {"version":0,"brokerEpoch":N} (3.7+)
       <topic>-<partition>/
         00000000000000000000.log         batches, as received (after validation)
@@ -48,6 +49,7 @@ CLEAN_SHUTDOWN_FILE_NAME = ".kafka_cleanshutdown"
 META_PROPERTIES_FILE_NAME = "meta.properties"
 RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT_FILE = "log-start-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
 PARTITION_METADATA_FILE = "partition.metadata"
 

@@ -41,6 +41,7 @@ from broker.errors import KafkaStorageError, OffsetOutOfRangeError
 from broker.log import files
 from broker.log.appender import LocalLogSlots
 from broker.log.checkpoints import fsync_dir
+from broker.log.cleaner_faults import maybe_crash
 from broker.log.errors import LogClosedError
 from broker.log.file_records import FileSlice
 from broker.log.log_segments import LogSegments
@@ -329,6 +330,10 @@ class LocalLog(LocalLogSlots):
             self.segments.remove(segment.base_offset)
             if not segment.has_suffix(files.DELETED_FILE_SUFFIX):
                 segment.change_file_suffixes("", files.DELETED_FILE_SUFFIX)
+        self._schedule_delete(to_delete)
+
+    def _schedule_delete(self, to_delete: list[LogSegment]) -> None:
+        """Under ``_lock``: delete ``.deleted`` segments after ``file.delete.delay.ms``."""
         deadline = self._time_ms() + self.config.file_delete_delay_ms
         if self._delete_scheduler is not None:
             self._delete_scheduler(deadline, list(to_delete))
@@ -354,6 +359,68 @@ class LocalLog(LocalLogSlots):
     @property
     def pending_deletes(self) -> int:
         return sum(len(s) for _, s in self._pending_deletes)
+
+    # ---- the log cleaner ----------------------------------------------------------------------
+
+    def open_reader(self, segment: LogSegment) -> int:
+        """A descriptor of the caller's own on a segment's ``.log`` (``os.dup``),
+        for a thread that reads sealed segments (the log cleaner). Taken under
+        ``_lock``, so the segment's descriptor cannot be closed meanwhile:
+        LogClosedError when the log is closed or the segment no longer in it."""
+        with self._lock:
+            if self._closed:
+                raise LogClosedError(f"The log of {self.topic_partition} is closed")
+            if self.segments.get(segment.base_offset) is not segment:
+                raise LogClosedError(f"{segment} is no longer a segment of {self.topic_partition}")
+            return os.dup(segment.log.fd)
+
+    def replace_segments(
+        self, new: LogSegment, old: list[LogSegment], placeholder: LogSegment | None = None
+    ) -> list[LogSegment] | None:
+        """The cleaner's swap (``LocalLog.replaceSegments``), on the owner thread.
+
+        ``new`` (and the ``placeholder``, an empty segment at the last old
+        base, see ``cleaner.py``) are ``.cleaned`` files; ``old`` the sealed
+        segments they replace. None, with nothing changed, when the log is
+        closed or the old segments are no longer all in it. Otherwise:
+
+        1. new segments ``.cleaned`` -> ``.swap``, newest first;
+        2. ``new`` takes the place of ``old`` in the segment list; every old
+           segment is renamed ``.deleted`` (oldest first) and deleted after
+           ``file.delete.delay.ms``, its descriptors open until then (a fetch
+           may be sending its bytes);
+        3. ``.swap`` -> final names, oldest first; the placeholder's files,
+           which took the last old segment's names, are deleted.
+
+        A crash anywhere in between is finished or undone by the next start
+        (``recovery._remove_temp_files_and_swap``). Returns the old segments
+        whose base offset no new segment took (their producer snapshots go).
+        """
+        news = [new] if placeholder is None else [new, placeholder]
+        with self._lock:
+            if self._closed or any(self.segments.get(s.base_offset) is not s for s in old):
+                return None
+            for segment in reversed(news):
+                segment.change_file_suffixes(files.CLEANED_FILE_SUFFIX, files.SWAP_FILE_SUFFIX)
+            maybe_crash("swap")
+            self.segments.add(new)
+            gone = []
+            for i, segment in enumerate(old):
+                if segment.base_offset != new.base_offset:
+                    self.segments.remove(segment.base_offset)
+                    gone.append(segment)
+                segment.change_file_suffixes("", files.DELETED_FILE_SUFFIX)
+                if i == 0:
+                    maybe_crash("delete")
+            self._schedule_delete(old)
+            new.change_file_suffixes(files.SWAP_FILE_SUFFIX, "")
+            maybe_crash("rename")
+            if placeholder is not None:
+                placeholder.change_file_suffixes(files.SWAP_FILE_SUFFIX, "")
+                placeholder.close_handlers()
+                placeholder.delete_if_exists()
+            self._new_files_since_flush = True
+        return gone
 
     # ---- flushing ---------------------------------------------------------------------------
 

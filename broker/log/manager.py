@@ -19,6 +19,12 @@ Ticks the application's scheduler calls, and from which thread:
 ``delete_expired_files()``                 any thread
 ========================================  =========================================
 
+The log cleaner (``log_cleaner.py``, when ``log.cleaner.enable``) is made
+here and started by :meth:`start_cleaner` with the owner call its threads
+use to reach the owner thread; :meth:`stop_cleaner` stops it (before
+:meth:`shutdown`, from a thread other than the owner while the owner still
+serves calls).
+
 Creating and deleting partitions, altering topic configs and shutdown run
 on the owner thread. Shutdown: every log flushed (the empty active segment
 included) and closed, both checkpoints written, the clean-shutdown marker
@@ -50,10 +56,12 @@ from broker.log.checkpoints import (
     uuid_to_string,
     write_meta_properties,
 )
+from broker.log.cleaner import OwnerCall, direct_call
 from broker.log.config_store import TopicConfigStore
 from broker.log.errors import CheckpointError, LogDirLockedError
 from broker.log.files import TopicPartition
 from broker.log.local_log import FlushRecorder
+from broker.log.log_cleaner import CleanerConfig, LogCleaner
 from broker.log.recovery_report import RecoveryRecorder
 from broker.log.segment import TimeMs, wall_clock_ms
 from broker.log.unified_log import UnifiedLog
@@ -145,6 +153,13 @@ class LogManager:
         self.cluster_id: str | None = self.broker_config.get("cluster.id")
         self.directory_ids: dict[Path, str] = {}
         self._started = False
+        cleaner_config = CleanerConfig.from_broker(self.broker_config)
+        #: the log cleaner (None with log.cleaner.enable=false)
+        self.cleaner: LogCleaner | None = (
+            LogCleaner(cleaner_config, self.log_dirs, self._snapshot_logs, time_ms=time_ms)
+            if cleaner_config.enable_cleaner
+            else None
+        )
 
     # ---- start-up --------------------------------------------------------------------------
 
@@ -161,6 +176,18 @@ class LogManager:
             self._release_locks()
             raise
         self._started = True
+
+    def start_cleaner(self, owner_call: OwnerCall[object] = direct_call) -> None:
+        """Start the cleaner threads (after :meth:`startup`); ``owner_call`` runs a
+        callable on the thread that owns the logs and returns its result."""
+        if self.cleaner is not None:
+            self.cleaner.owner_call = owner_call
+            self.cleaner.startup()
+
+    def stop_cleaner(self) -> None:
+        """Stop the cleaner threads (not from the owner thread while they run)."""
+        if self.cleaner is not None:
+            self.cleaner.shutdown()
 
     def _lock_dirs(self) -> None:
         for log_dir in self.log_dirs:
@@ -437,6 +464,10 @@ class LogManager:
             if log is None:
                 raise UnknownTopicOrPartitionError(f"Partition {tp} does not exist")
             log.mark_deleted()
+            if self.cleaner is not None:
+                # a cleaning under way finds the log deleted at its swap (LogManager.asyncDelete)
+                self.cleaner.manager.abort_cleaning(tp)
+                self.cleaner.manager.update_checkpoints(log.dir.parent, remove=tp)
             target = log.dir.parent / files.log_delete_dir_name(tp)
             log.rename_dir(target)
             deadline = self._time_ms() + log.config.file_delete_delay_ms
@@ -469,13 +500,18 @@ class LogManager:
     def cleanup_logs(self) -> int:
         """Retention for every log (owner thread); segments deleted.
 
-        Kafka's ``cleanupLogs`` leaves compacted logs to the log cleaner, which
-        applies retention to ``compact,delete`` logs after cleaning. No
-        cleaner runs here, so every log goes through ``delete_old_segments``,
-        which applies size and time retention only when ``delete`` is in the
-        policy (``compact`` alone keeps every segment).
+        Kafka's ``cleanupLogs`` leaves compacted logs to the cleaner threads,
+        which apply retention to them after cleaning; here retention runs on
+        the owner thread for every log (``delete_old_segments``: size and time
+        only when ``delete`` is in the policy, the log start offset always),
+        except a log being cleaned, which waits for the next tick.
         """
-        return sum(log.delete_old_segments() for log in self.all_logs())
+        cleaner = self.cleaner
+        return sum(
+            log.delete_old_segments()
+            for log in self.all_logs()
+            if cleaner is None or not cleaner.manager.is_cleaning(log.topic_partition)
+        )
 
     def flush_dirty_logs(self, now_ms: int | None = None) -> int:
         """Flush logs past ``flush.ms`` and logs with a roll waiting for its flush."""

@@ -106,10 +106,14 @@ def recover_segment(
     segment: LogSegment,
     producer_state: ProducerStateManager | None = None,
     leader_epoch_cache: LeaderEpochCache | None = None,
+    *,
+    buffer: bytearray | None = None,
 ) -> RecoverResult:
     """``LogSegment.recover``: rebuild both indexes from the ``.log`` and cut it
     at the first invalid byte. Producer batches and new leader epochs met on
-    the way update ``producer_state`` / ``leader_epoch_cache``."""
+    the way update ``producer_state`` / ``leader_epoch_cache``. ``buffer``: the
+    caller's read buffer to scan with (the log cleaner's) instead of a new one
+    of up to ``SCAN_CHUNK_BYTES``."""
     offset_index = segment.offset_index
     time_index = segment.time_index
     offset_index.reset()
@@ -119,7 +123,9 @@ def recover_segment(
     latest = -1
     if leader_epoch_cache is not None and leader_epoch_cache.latest_epoch is not None:
         latest = leader_epoch_cache.latest_epoch
-    scan = _scan_file(log.fd, size, segment.base_offset, segment.index_interval_bytes, latest)
+    scan = _scan_file(
+        log.fd, size, segment.base_offset, segment.index_interval_bytes, latest, buffer
+    )
     if leader_epoch_cache is not None:
         for epoch, start in scan.epoch_starts:
             leader_epoch_cache.assign(epoch, start)
@@ -171,13 +177,21 @@ class _FileScan(NamedTuple):
     last_offset: int
 
 
-def _scan_file(fd: int, size: int, base: int, interval: int, latest_epoch: int) -> _FileScan:
+def _scan_file(  # noqa: PLR0917
+    fd: int,
+    size: int,
+    base: int,
+    interval: int,
+    latest_epoch: int,
+    buffer: bytearray | None = None,
+) -> _FileScan:
     """Walk a ``.log`` of ``size`` bytes with the scan twin, chunk by chunk.
 
     A batch cut by the end of a chunk is moved to the front of the buffer and
-    completed by the next read; a batch larger than the buffer grows it.
+    completed by the next read; a batch larger than the buffer grows it (a
+    new one: the caller's ``buffer`` keeps its size).
     """
-    buf = bytearray(min(SCAN_CHUNK_BYTES, max(size, 1)))
+    buf = buffer if buffer else bytearray(min(SCAN_CHUNK_BYTES, max(size, 1)))
     buf_start = 0  # file position of buf[0]
     filled = 0
     offset_parts: list[bytes] = []

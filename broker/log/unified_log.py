@@ -330,6 +330,17 @@ class UnifiedLog(UnifiedLogSlots):
     def active_segment(self) -> LogSegment:
         return self._local.segments.active_segment
 
+    def log_segments(self, start: int, end: int) -> list[LogSegment]:
+        """Segments that may hold offsets in [start, end) (``logSegments(from, to)``)."""
+        return self._local.segments.values(start, end)
+
+    def non_active_log_segments_from(self, start: int) -> list[LogSegment]:
+        """Sealed segments from the one holding ``start`` (``nonActiveLogSegmentsFrom``)."""
+        active = self._local.segments.active_segment
+        if start > active.base_offset:
+            return []
+        return self._local.segments.values(start, active.base_offset)
+
     @property
     def number_of_segments(self) -> int:
         return len(self._local.segments)
@@ -703,6 +714,19 @@ class UnifiedLog(UnifiedLogSlots):
         return self._delete_segments(
             self.deletable_segments(lambda s, _n: now - s.largest_timestamp() > retention)
         )
+
+    def replace_segments(
+        self, new: LogSegment, old: list[LogSegment], placeholder: LogSegment | None = None
+    ) -> bool:
+        """The log cleaner's swap, on the owner thread (``UnifiedLog.replaceSegments``,
+        ``local_log.py`` says how); False when it cannot happen any more. The
+        producer snapshots of the old segments no new segment replaced go too."""
+        gone = self._local.replace_segments(new, old, placeholder)
+        if gone is None:
+            return False
+        for segment in gone:
+            self.producer_state.delete_snapshot(segment.base_offset)
+        return True
 
     def delete_expired_files(self, now_ms: int | None = None) -> int:
         """Remove ``.deleted`` files whose ``file.delete.delay.ms`` has passed."""

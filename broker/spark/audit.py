@@ -113,14 +113,23 @@ def build_tables(
 
     wanted = set(topics) if topics else None
     listed = [
-        (s.log_dir, s.topic, s.partition, s.path, s.base_offset, s.size)
+        (
+            s.log_dir,
+            s.topic,
+            s.partition,
+            s.path,
+            s.base_offset,
+            s.size,
+            int(s.compacted),
+            s.size if s.dirty else 0,
+        )
         for s in discover(path_list)
         if wanted is None or s.topic in wanted
     ]
     segment_list = spark.createDataFrame(
         listed,
         "log_dir string, topic string, partition int, segment string, "
-        "segment_base_offset bigint, bytes bigint",
+        "segment_base_offset bigint, bytes bigint, compacted_segments bigint, dirty_bytes bigint",
     )
 
     readable = F.col("magic").isNotNull()
@@ -175,9 +184,15 @@ def build_tables(
         .where(F.col("base_offset") > F.col("previous_last") + 1)
         .withColumn("missing", F.col("base_offset") - F.col("previous_last") - 1)
     )
-    gaps = ordered.cache()
+    # in a compacted topic a gap is what the log cleaner removed, not a problem
+    gaps = ordered.join(
+        segment_list.select(*SEGMENT_KEYS, "compacted_segments"), SEGMENT_KEYS, "left"
+    ).cache()
+    compacted = F.coalesce(F.col("compacted_segments"), F.lit(0)) > 0
     per_gap = gaps.groupBy(*SEGMENT_KEYS).agg(
-        F.count(F.lit(1)).alias("offset_gaps"), F.sum("missing").alias("missing_offsets")
+        count_if(~compacted).alias("offset_gaps"),
+        count_if(compacted).alias("cleaned_offset_gaps"),
+        F.sum("missing").alias("missing_offsets"),
     )
 
     segments = (
@@ -267,7 +282,7 @@ def build_tables(
             )
         )
         .unionByName(
-            gaps.select(
+            gaps.where(~compacted).select(
                 *SEGMENT_KEYS,
                 "position",
                 (F.col("previous_last") + 1).alias("offset"),
@@ -322,7 +337,15 @@ def _roll_up(segments: Any, keys: list[str], F: Any) -> Any:  # noqa: N803
     aggregates += [F.sum(c).alias(c) for c in SEGMENT_COUNTERS]
     aggregates += [F.min(c).alias(c) for c in SEGMENT_MINIMA]
     aggregates += [F.max(c).alias(c) for c in SEGMENT_MAXIMA]
-    return _with_ratio(segments.groupBy(*keys).agg(*aggregates), F)
+    rolled = _with_ratio(segments.groupBy(*keys).agg(*aggregates), F)
+    # plain.dirty_ratio: what the log cleaner has yet to clean of compacted bytes
+    return rolled.withColumn(
+        "dirty_ratio",
+        F.when(
+            F.col("compacted_segments") > 0,
+            F.when(F.col("bytes") > 0, F.col("dirty_bytes") / F.col("bytes")).otherwise(F.lit(0.0)),
+        ),
+    )
 
 
 def run(

@@ -15,6 +15,11 @@ the log and are skipped, as Kafka's loader skips them.
 Each segment covers the offsets from its base offset up to the next
 segment's base offset (exclusive); the last one (the active segment when a
 broker runs) is open-ended. That is what offset filters prune by.
+
+For compacted topics each segment also knows whether the log cleaner has
+cleaned it: the log dir's ``cleaner-offset-checkpoint`` holds each
+partition's first dirty offset (segments from the one holding it on are
+dirty), ``topic-config-<topic>.properties`` the topic's ``cleanup.policy``.
 """
 
 from __future__ import annotations
@@ -24,7 +29,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from broker.config import parse_properties
 from broker.log import files
+from broker.log.checkpoints import cleaner_offset_checkpoint
+from broker.log.errors import CheckpointError
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +46,12 @@ class SegmentFile:
     size: int
     #: base offset of the partition's next segment; None for the last one
     next_base_offset: int | None
+    #: the topic is compacted: its ``topic-config-<topic>.properties`` in the log dir
+    #: says ``cleanup.policy=...compact...``, or the log cleaner has a checkpoint for it
+    compacted: bool = False
+    #: the log cleaner's first dirty offset (``cleaner-offset-checkpoint``); None
+    #: when it never cleaned the partition
+    first_dirty_offset: int | None = None
 
     @property
     def log_dir(self) -> str:
@@ -57,6 +71,20 @@ class SegmentFile:
     @property
     def is_last(self) -> bool:
         return self.next_base_offset is None
+
+    @property
+    def dirty(self) -> bool:
+        """A compacted partition's segment the cleaner has not cleaned: it holds
+        the first dirty offset or comes after it (every segment when the
+        partition was never cleaned), as Kafka counts dirty bytes."""
+        if not self.compacted:
+            return False
+        first_dirty = self.first_dirty_offset
+        return (
+            first_dirty is None
+            or self.next_base_offset is None
+            or self.next_base_offset > first_dirty
+        )
 
     def may_hold(self, low: int | None, high: int | None) -> bool:
         """Whether offsets in ``[low, high)`` can lie in this segment."""
@@ -91,8 +119,28 @@ def _is_partition_dir_name(name: str) -> bool:
     return True
 
 
+def cleaning_state(directory: Path) -> tuple[bool, int | None]:
+    """Whether the partition folder's topic is compacted, and its first dirty
+    offset (see :class:`SegmentFile`), from the files of its log dir."""
+    tp = files.parse_topic_partition_name(directory.name)
+    log_dir = directory.parent
+    try:
+        first_dirty = cleaner_offset_checkpoint(log_dir).read().get(tp)
+    except (CheckpointError, OSError):
+        first_dirty = None
+    compacted = first_dirty is not None
+    overrides = log_dir / f"topic-config-{tp.topic}.properties"
+    try:
+        policy = parse_properties(overrides.read_text("latin-1")).get("cleanup.policy", "")
+    except OSError:
+        policy = ""
+    compacted = compacted or "compact" in {p.strip().lower() for p in policy.split(",")}
+    return compacted, first_dirty
+
+
 def partition_segments(directory: Path) -> list[SegmentFile]:
     tp = files.parse_topic_partition_name(directory.name)
+    compacted, first_dirty = cleaning_state(directory)
     found: list[tuple[int, Path]] = []
     with os.scandir(directory) as entries:
         for entry in entries:
@@ -104,7 +152,16 @@ def partition_segments(directory: Path) -> list[SegmentFile]:
     for i, (offset, path) in enumerate(found):
         following = found[i + 1][0] if i + 1 < len(found) else None
         out.append(
-            SegmentFile(tp.topic, tp.partition, offset, str(path), path.stat().st_size, following)
+            SegmentFile(
+                tp.topic,
+                tp.partition,
+                offset,
+                str(path),
+                path.stat().st_size,
+                following,
+                compacted,
+                first_dirty,
+            )
         )
     return out
 

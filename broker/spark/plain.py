@@ -35,11 +35,21 @@ Definitions (per segment; partitions and topics add their segments up):
 ``offset_gaps``            places where a batch's first offset is past the
                            previous batch's last offset + 1 (batches in log
                            order through the partition's segments; counted in
-                           the later batch's segment)
-``missing_offsets``        offsets those gaps skip
+                           the later batch's segment), in a topic that is not
+                           compacted: a problem
+``cleaned_offset_gaps``    the same in a compacted topic: what the log cleaner
+                           removed, not a problem
+``missing_offsets``        offsets those gaps (both kinds) skip
 ``batch_offset_holes``     offsets inside decoded batches without a record
                            (last - first + 1 - records: compaction)
 ``legacy_batches``         framed batches of magic 0 or 1
+``compacted_segments``     segments of compacted topics
+``dirty_bytes``            bytes of compacted topics' segments the log cleaner
+                           has not cleaned yet (the one holding the partition's
+                           first dirty offset, ``cleaner-offset-checkpoint``,
+                           and those after it; all of a never-cleaned one)
+``dirty_ratio``            (partitions, topics) dirty_bytes / bytes of the
+                           compacted segments; None without any
 =========================  ====================================================
 
 ``batch_kinds``: per segment, magic and codec: framed batches, undecodable
@@ -88,9 +98,12 @@ SEGMENT_COUNTERS = (
     "time_index_entries",
     "time_index_mismatches",
     "offset_gaps",
+    "cleaned_offset_gaps",
     "missing_offsets",
     "batch_offset_holes",
     "legacy_batches",
+    "compacted_segments",
+    "dirty_bytes",
 )
 #: the counters that count problems (the audit's "problems" figure is their sum)
 PROBLEM_COUNTERS = (
@@ -265,6 +278,8 @@ def audit_segment(
     with SegmentBytes(seg.path) as data:
         buf = data.buf
         row["bytes"] = data.size
+        row["compacted_segments"] = int(seg.compacted)
+        row["dirty_bytes"] = data.size if seg.dirty else 0
         for span in frame(buf, data.size, 0, None, positions):
             if not span.readable:
                 row["unreadable_spans"] += 1
@@ -337,17 +352,21 @@ def audit_segment(
             if d.base_offset is not None:
                 if walk.last is not None and d.base_offset > walk.last + 1:
                     missing = d.base_offset - walk.last - 1
-                    row["offset_gaps"] += 1
                     row["missing_offsets"] += missing
-                    tables.problems.append(
-                        _problem(
-                            seg,
-                            d.position,
-                            walk.last + 1,
-                            PROBLEM_GAP,
-                            f"{missing} offsets missing before offset {d.base_offset}",
+                    if seg.compacted:
+                        row["cleaned_offset_gaps"] += 1
+                    else:
+                        row["offset_gaps"] += 1
+                    if not seg.compacted:
+                        tables.problems.append(
+                            _problem(
+                                seg,
+                                d.position,
+                                walk.last + 1,
+                                PROBLEM_GAP,
+                                f"{missing} offsets missing before offset {d.base_offset}",
+                            )
                         )
-                    )
                 walk.last = d.last_offset
         time_index = load_time_index(seg.time_index_path, seg.base_offset)
         for finding in check_offset_index(index, extents, data.size):
@@ -425,8 +444,16 @@ def roll_up(rows: Sequence[Row], keys: Sequence[str], count_name: str) -> list[R
     for key in sorted(groups):
         group = groups[key]
         group["compression_ratio"] = ratio(group["uncompressed_bytes"], group["record_batch_bytes"])
+        group["dirty_ratio"] = dirty_ratio(group)
         out.append(group)
     return out
+
+
+def dirty_ratio(group: Mapping[str, Any]) -> float | None:
+    """How much of a group's compacted bytes the log cleaner has yet to clean."""
+    if not group["compacted_segments"]:
+        return None
+    return group["dirty_bytes"] / group["bytes"] if group["bytes"] else 0.0
 
 
 def _merge_timeline(rows: Iterable[Row]) -> list[Row]:

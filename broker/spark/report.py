@@ -101,6 +101,11 @@ def _ratio(r: float | None) -> str:
     return "-" if r is None else f"{r:.2f}x"
 
 
+def _percent(r: float | None) -> str:
+    """A compacted group's dirty ratio; ``-`` for a topic that is not compacted."""
+    return "-" if r is None else f"{100 * r:.0f}%"
+
+
 def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
@@ -470,6 +475,7 @@ def _group_table(rows: list[Row], keys: list[str]) -> str:
         "records",
         "stored",
         "compression",
+        "dirty",
         "offsets",
         "timestamps",
         "problems",
@@ -484,6 +490,7 @@ def _group_table(rows: list[Row], keys: list[str]) -> str:
                 _num(r.get("records")),
                 human_bytes(r.get("bytes")),
                 _ratio(r.get("compression_ratio")),
+                _percent(r.get("dirty_ratio")),
                 f"{_num(r.get('first_offset'))}..{_num(r.get('last_offset'))}",
                 f"{human_time(r.get('min_timestamp'))} to {human_time(r.get('max_timestamp'))}",
                 _num(problems) if problems else "none",

@@ -28,8 +28,12 @@ def free_port() -> int:
 
 
 class BrokerProcess:
-    def __init__(self, data_dir: Path, **overrides: object) -> None:
+    def __init__(
+        self, data_dir: Path, *, env: dict[str, str] | None = None, **overrides: object
+    ) -> None:
         self.data_dir = data_dir
+        #: extra environment of the process (e.g. BROKER_CLEANER_FAULT)
+        self.env = dict(env or {})
         self.port = free_port()
         self.metrics_port = free_port()
         self.overrides: dict[str, str] = {
@@ -45,12 +49,24 @@ class BrokerProcess:
     def bootstrap(self) -> str:
         return f"{HOST}:{self.port}"
 
+    def wait_exit(self, timeout: float = 30.0) -> int:
+        """Wait for the process to end on its own (a fault hook); its exit code."""
+        assert self.proc is not None
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise
+        self._log.close()
+        return int(self.proc.returncode)
+
     def start(self, timeout: float = 30.0) -> BrokerProcess:
         args = [sys.executable, "-m", "broker", "serve"]
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]
         env = dict(os.environ)
         env.setdefault("BROKER_EVENT_LOOP", "uvloop")
+        env.update(self.env)
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + timeout

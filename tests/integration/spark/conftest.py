@@ -13,6 +13,8 @@
   compressed wrappers) as an old broker wrote them, with their indexes.
 * ``damaged_logs``: a copy of part of both with a torn tail, a bad CRC, an
   undecodable batch and a lying index entry.
+* ``compacted_logs``: a compacted topic, one partition cleaned by the log
+  cleaner up to its fifth segment, the other never cleaned.
 """
 
 from __future__ import annotations
@@ -32,8 +34,10 @@ from tests.spark_logs import (
     BASE_TS,
     Expected,
     batch_positions,
+    clean_partition,
     cut,
     flip_byte,
+    keyed_appends,
     legacy_appends,
     overwrite,
     topic_config,
@@ -214,6 +218,16 @@ def damaged_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(scope="session")
+def compacted_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("compacted") / "logs"
+    config = topic_config(segment_bytes=600, cleanup_policy="compact")
+    cleaned, never = TopicPartition("kv", 0), TopicPartition("kv", 1)
+    write_log_dir(root, {cleaned: keyed_appends(40, 2, 3), never: keyed_appends(8, 2, 3)}, config)
+    clean_partition(root, cleaned, config, 4)
+    return root
+
+
 def run_cli(spark: Any, *argv: str) -> int:
     """``broker pipeline ...`` parsed by the real parser and run on the suite's
     session (``broker.spark.cli.run`` would start and stop a JVM of its own)."""
@@ -241,11 +255,12 @@ def audited(
     legacy_logs: Path,
     damaged_logs: Path,
     converted: Path,
+    compacted_logs: Path,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[Path, list[str]]:
     """One ``broker pipeline audit`` of every log dir of the suite (Spark's
     start-up and first job are paid once)."""
     out = tmp_path_factory.mktemp("audit")
-    paths = [str(broker_logs), str(legacy_logs), str(damaged_logs), str(converted)]
+    paths = [str(p) for p in (broker_logs, legacy_logs, damaged_logs, converted, compacted_logs)]
     assert run_cli(spark, "audit", *paths, "--out", str(out)) == 1  # 1: problems found
     return out, paths

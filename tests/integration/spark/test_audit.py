@@ -71,6 +71,14 @@ def test_the_numbers_mean_what_they_say(audited: tuple[Path, list[str]]) -> None
     damaged = topics["damaged"]
     assert damaged["crc_failures"] == 2 and damaged["undecodable_batches"] == 1
     assert damaged["unreadable_spans"] == 2  # the garbage size field and the torn tail
+    # the compacted topic: what the cleaner removed is no problem; kv-1 never cleaned
+    assert not [p for p in pq.read_table(out / "problems").to_pylist() if p["topic"] == "kv"]
+    kv = {p["partition"]: p for p in partitions if p["topic"] == "kv"}
+    assert kv[0]["cleaned_offset_gaps"] > 0 and kv[0]["offset_gaps"] == 0
+    assert 0 < kv[0]["dirty_bytes"] < kv[0]["bytes"]
+    assert kv[0]["dirty_ratio"] == pytest.approx(kv[0]["dirty_bytes"] / kv[0]["bytes"])
+    assert kv[1]["dirty_ratio"] == 1.0 and kv[1]["cleaned_offset_gaps"] == 0
+    assert topics["kp-m2-none"]["dirty_ratio"] is None
 
 
 def test_the_report(audited: tuple[Path, list[str]]) -> None:
@@ -78,6 +86,7 @@ def test_the_report(audited: tuple[Path, list[str]]) -> None:
     report = (out / "report.md").read_text()
     assert report.startswith("# Kafka log audit")
     assert "problems found**" in report and "CRC failures" in report
+    assert "| dirty |" in report and "| kv |" in report
     for chart in ("bytes_by_topic.png", "compression.png", "timeline.png", "problems.png"):
         data = (out / chart).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, chart

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.metrics import BrokerMetrics, GroupSample, LogSample
+from broker.metrics import BrokerMetrics, CleanerSample, GroupSample, LogSample
 from broker.server import quotas, registry
 
 REPO = Path(__file__).resolve().parents[3]
@@ -77,6 +77,7 @@ def exposition_with_every_child() -> str:
     metrics = BrokerMetrics(records_implementation="compiled", event_loop="uvloop", version="0")
     metrics.log_provider = lambda: [LogSample("t", 0, 10, 0, 1000, 1)]
     metrics.group_provider = lambda: GroupSample({"Stable": 1}, 2, 3, 0.5, 4, 0, [("g", "t", 0, 7)])
+    metrics.cleaner_provider = lambda: CleanerSample(1, 2, 3, 4, 0, 5, 6, {"/data": (1, 100)})
     metrics.topic("t").messages_in.inc()
     for api in ("Produce", "Fetch", "Metadata"):
         rm = metrics.request(api, 1)

@@ -176,3 +176,58 @@ def test_registered_in_the_broker_command(
     part, _ = make_log(tmp_path)
     assert cli_main(["dump-log", "--files", str(part / "00000000000000000000.index")]) == 0
     assert "offset: 2 position:" in capsys.readouterr().out
+
+
+def test_a_cleaned_segment_dumps_like_kafka_dump_log(tmp_path: Path) -> None:
+    """After the log cleaner: an empty batch (count: 0, the producer's last
+    sequence kept), a batch with a delete horizon (deleteHorizonMs:
+    OptionalLong[...]) and a tombstone (no payload), offset gaps reported as
+    Kafka's tool reports them with --deep-iteration."""
+    from tests.unit.log.cleaner_helpers import (
+        append_record,
+        append_records,
+        clean,
+        make_cleaner,
+    )
+    from tests.unit.log.cleaner_helpers import (
+        make_log as make_compacted,
+    )
+
+    clock = MockTime()
+    log = make_compacted(tmp_path, clock)
+    append_record(log, 0, 0, producer_id=1, producer_epoch=0, sequence=0)
+    append_records(log, [(1, 1), (0, None), (2, 2)])
+    append_record(log, 1, 5)
+    log.roll()
+    clean(make_cleaner(100), log, 0, now=clock())
+    path = log.segments[0].log.path
+    log.close()
+    status, out, err = run_dump("--files", str(path), "--print-data-log", "--deep-iteration")
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[2].startswith(
+        "baseOffset: 0 lastOffset: 0 count: 0 baseSequence: 0 lastSequence: 0"
+    )
+    assert "producerId: 1 " in lines[2] and "deleteHorizonMs: OptionalLong.empty" in lines[2]
+    horizon = clock() + 86_400_000
+    assert lines[3].startswith("baseOffset: 1 lastOffset: 3 count: 2 ")
+    assert f"deleteHorizonMs: OptionalLong[{horizon}]" in lines[3]
+    assert lines[4] == (
+        "| offset: 2 CreateTime: 1700000000000 keySize: 1 valueSize: -1 sequence: -1 "
+        "headerKeys: [] key: 0"
+    )
+    assert lines[5].endswith("key: 2 payload: 2")
+    assert lines[6].startswith("baseOffset: 4 lastOffset: 4 count: 1 ")
+    assert err == ""  # records 2, 3, 4 follow each other: the removed ones sat in whole batches
+    # a gap between records of one batch is reported
+    log = make_compacted(tmp_path, clock, name="gap-0")
+    append_records(log, [(1, 1), (2, 2), (2, 3)])
+    log.roll()
+    clean(make_cleaner(100), log, 0, now=clock())
+    path = log.segments[0].log.path
+    log.close()
+    status, out, err = run_dump("--files", str(path), "--deep-iteration")
+    assert err.splitlines() == [
+        f"Non-consecutive offsets in {path.absolute()}",
+        "  0 is followed by 2",
+    ]

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from broker.metrics import OTHER_CLIENT, BrokerMetrics, LogSample
+from broker.metrics import OTHER_CLIENT, BrokerMetrics, CleanerSample, LogSample
 
 
 def make() -> BrokerMetrics:
@@ -85,6 +85,27 @@ def test_log_gauges_are_read_at_scrape_time():
     assert samples(m)[("kafka_log_end_offset", (("partition", "0"), ("topic", "t")))] == 5
     state["leo"] = 9
     assert samples(m)[("kafka_log_end_offset", (("partition", "0"), ("topic", "t")))] == 9
+
+
+def test_log_cleaner_gauges_are_read_at_scrape_time():
+    m = make()
+    assert not [k for k in samples(m) if k[0].startswith("kafka_log_cleaner")]
+    state = {"dead": 0}
+    m.cleaner_provider = lambda: CleanerSample(
+        40, 12, 3, 7, state["dead"], 66, 1500, {"/d1": (2, 4096), "/d2": (0, 0)}
+    )
+    got = samples(m)
+    assert got[("kafka_log_cleaner_max_buffer_utilization_percent", ())] == 40
+    assert got[("kafka_log_cleaner_recopy_percent", ())] == 12
+    assert got[("kafka_log_cleaner_max_clean_time_seconds", ())] == 3
+    assert got[("kafka_log_cleaner_max_compaction_delay_seconds", ())] == 7
+    assert got[("kafka_log_cleaner_max_dirty_percent", ())] == 66
+    assert got[("kafka_log_cleaner_time_since_last_run_seconds", ())] == 1.5
+    assert got[("kafka_log_cleaner_uncleanable_partitions", (("log_directory", "/d1"),))] == 2
+    assert got[("kafka_log_cleaner_uncleanable_bytes", (("log_directory", "/d1"),))] == 4096
+    assert got[("kafka_log_cleaner_dead_threads", ())] == 0
+    state["dead"] = 1
+    assert samples(m)[("kafka_log_cleaner_dead_threads", ())] == 1
 
 
 def test_request_bundle_has_conversion_histograms_only_for_produce_and_fetch():

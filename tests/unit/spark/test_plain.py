@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from broker.log.files import TopicPartition
 from broker.records.batch import CompressionType
 from broker.records.builder import build_v2_batch
@@ -13,8 +15,10 @@ from broker.spark import plain
 from tests.spark_logs import (
     BASE_TS,
     batch_positions,
+    clean_partition,
     cut,
     flip_byte,
+    keyed_appends,
     legacy_appends,
     overwrite,
     topic_config,
@@ -101,3 +105,33 @@ def test_damaged_logs(tmp_path: Path) -> None:
     # every byte is in a decoded batch, the undecodable one, or an unreadable span
     assert seg["bytes"] == seg["record_batch_bytes"] + batches[3][1] + seg["unreadable_bytes"]
     assert seg["records"] == 2 * (seg["batches"] - 1)  # every framed batch but the undecodable
+
+
+def test_a_compacted_partition(tmp_path: Path) -> None:
+    """Gaps the log cleaner left are counted apart and are no problem; the
+    segments from the first dirty offset on are dirty."""
+    logs = tmp_path / "logs"
+    config = topic_config(segment_bytes=600, cleanup_policy="compact")
+    tp = TopicPartition("kv", 0)
+    write_log_dir(logs, {tp: keyed_appends(40, 2, 3)}, config)
+    first_dirty = clean_partition(logs, tp, config, 4)
+    tables = plain.audit([str(logs)])
+    assert tables.problems == []
+    segments = sorted(tables.segments, key=lambda s: s["segment"])
+    assert len(segments) == 8
+    dirty = [s for s in segments if s["dirty_bytes"]]
+    assert dirty and dirty[0]["first_offset"] == first_dirty
+    assert all(s["dirty_bytes"] == s["bytes"] for s in dirty)
+    assert all(s["compacted_segments"] == 1 and s["offset_gaps"] == 0 for s in segments)
+    cleaned = [s for s in segments if not s["dirty_bytes"]]
+    assert sum(s["cleaned_offset_gaps"] for s in cleaned) > 0
+    assert sum(s["batch_offset_holes"] for s in cleaned) > 0
+    assert sum(s["records"] for s in cleaned) < first_dirty
+    (partition,) = tables.partitions
+    total = sum(s["bytes"] for s in segments)
+    assert partition["dirty_ratio"] == pytest.approx(sum(s["bytes"] for s in dirty) / total)
+    assert partition["dirty_bytes"] < total
+    # not compacted: no dirty ratio, gaps are problems (test_clean_logs)
+    write_log_dir(tmp_path / "plain", {TopicPartition("p", 0): keyed_appends(2, 5, 3)})
+    (plain_partition,) = plain.audit([str(tmp_path / "plain")]).partitions
+    assert plain_partition["dirty_ratio"] is None and plain_partition["dirty_bytes"] == 0
