@@ -88,14 +88,14 @@ def free_port() -> int:
 
 
 class Server:
-    """A server subprocess pinned to ``SERVER_CPU``, stopped by its PID."""
+    """A server subprocess pinned to ``cpu`` (``SERVER_CPU``), stopped by its PID."""
 
-    def __init__(self, args: list[str], log: Path) -> None:
+    def __init__(self, args: list[str], log: Path, cpu: int = SERVER_CPU) -> None:
         self.log = log
         self.metrics_port = 0
         self._out = open(log, "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            ["taskset", "-c", str(SERVER_CPU), sys.executable, *args],
+            ["taskset", "-c", str(cpu), sys.executable, *args],
             stdout=self._out,
             stderr=subprocess.STDOUT,
             env={**os.environ, "BROKER_LOG_LEVEL": "WARNING"},

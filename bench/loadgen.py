@@ -51,14 +51,22 @@ def build_batch(request_bytes: int, record_bytes: int) -> tuple[bytes, int]:
 
 
 def build_frames(
-    topic: str, partitions: int, request_bytes: int, record_bytes: int, acks: int, version: int = 9
+    topic: str,
+    partitions: int,
+    request_bytes: int,
+    record_bytes: int,
+    acks: int,
+    version: int = 9,
+    *,
+    partition_ids: list[int] | None = None,
 ) -> tuple[list[bytes], int]:
-    """One whole request frame per partition; returns them and records per frame."""
+    """One whole request frame per partition (``partition_ids``, default
+    0 .. partitions - 1); returns them and records per frame."""
     from broker.protocol import encode_request
 
     batch, count = build_batch(request_bytes, record_bytes)
     frames = []
-    for p in range(partitions):
+    for p in partition_ids if partition_ids is not None else range(partitions):
         request = ProduceRequest(
             transactional_id=None,
             acks=acks,
@@ -182,11 +190,22 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--cpu", type=int, default=-1)
+    parser.add_argument(
+        "--partition-ids",
+        default="",
+        help="comma-separated partitions to send to (default: 0 .. --partitions - 1)",
+    )
     args = parser.parse_args()
     if args.cpu >= 0:
         os.sched_setaffinity(0, {args.cpu})
+    ids = [int(x) for x in args.partition_ids.split(",")] if args.partition_ids else None
     frames, count = build_frames(
-        args.topic, args.partitions, args.request_bytes, args.record_bytes, args.acks
+        args.topic,
+        args.partitions,
+        args.request_bytes,
+        args.record_bytes,
+        args.acks,
+        partition_ids=ids,
     )
     result = run(
         args.port,

@@ -59,6 +59,7 @@ from broker.metrics import (
     LogSample,
     NullMetrics,
 )
+from broker.partition.cluster_layout import ClusterLayout
 from broker.partition.partition import OffloadResult
 from broker.partition.producer_ids import ProducerIdManager
 from broker.partition.replica_manager import ReplicaManager
@@ -227,6 +228,7 @@ class BrokerApp:
             time_ms=wall_ms,
             offload=offload,
             inline_budget=int(cfg.get("produce.inline.max.cost")),
+            layout=ClusterLayout.parse(cfg.get("cluster.nodes"), cfg.node_id),
         )
         floor = max(
             (
@@ -267,12 +269,15 @@ class BrokerApp:
         )
         self.metrics.connection_provider = lambda: ConnectionSample(budget.used, registry.paused())
 
-        # consumer groups: loads an existing __consumer_offsets in the background
-        self.groups = GroupCoordinator(
-            GroupConfig.from_broker(cfg), replica_manager, self.group_commit, wall_ms
-        )
-        self.groups.startup()
-        self.metrics.group_provider = self._group_sample
+        # consumer groups: loads an existing __consumer_offsets in the background (with
+        # cluster.nodes, on the machine's coordinator node only)
+        layout = replica_manager.layout
+        if layout is None or layout.coordinator.node_id == cfg.node_id:
+            self.groups = GroupCoordinator(
+                GroupConfig.from_broker(cfg), replica_manager, self.group_commit, wall_ms
+            )
+            self.groups.startup()
+            self.metrics.group_provider = self._group_sample
         # SCRAM credentials (KIP-554), kept in the first log dir like the ACLs
         scram_control = ScramControl(ScramStore(self.log_manager.log_dirs[0]).load())
 

@@ -797,6 +797,13 @@ BROKER_KEYS: dict[str, ConfigKey] = {
             in_range(1),
         ),
         ConfigKey(
+            "cluster.nodes",
+            ConfigType.LIST,
+            None,
+            "Prototype (docs/scaling.md): the broker processes of one machine as id@host:port;"
+            " partition p of a topic is led by the (p mod n)-th. Empty: this broker alone.",
+        ),
+        ConfigKey(
             "produce.inline.max.ms",
             ConfigType.LONG,
             5,

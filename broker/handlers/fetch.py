@@ -198,7 +198,7 @@ class FetchHandler(RequestHandler):
                 else:
                     partition = rm.get_partition(name, p.partition)
                     if partition is None:
-                        error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                        error = rm.missing_partition_error(name, p.partition)
                     elif (
                         version < ZSTD_MIN_FETCH_VERSION
                         and partition.log.config.compression_type == "zstd"

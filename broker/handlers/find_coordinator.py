@@ -71,6 +71,13 @@ class FindCoordinatorHandler(RequestHandler):
     MAX_VERSION = 6
 
     def _lookup(self, key_type: int, version: int) -> tuple[ErrorCode, str | None]:
+        layout = self.broker.replica_manager.layout
+        if (
+            key_type == GROUP
+            and layout is not None
+            and layout.coordinator.node_id != (self.broker.node_id)
+        ):
+            return ErrorCode.NONE, None  # another node of the machine (prototype)
         groups = self.broker.groups
         if key_type == GROUP and groups is not None:
             try:
@@ -115,6 +122,10 @@ class FindCoordinatorHandler(RequestHandler):
         """This broker when it coordinates the key, else ``Node.noNode``."""
         if code != ErrorCode.NONE:
             return -1, "", -1
+        layout = self.broker.replica_manager.layout
+        if layout is not None:
+            node = layout.coordinator
+            return node.node_id, node.host, node.port
         endpoint = self.broker.advertised
         return self.broker.node_id, endpoint.host, endpoint.port
 

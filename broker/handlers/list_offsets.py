@@ -165,8 +165,9 @@ class ListOffsetsHandler(RequestHandler):
                     resp = self._error(ctx, index, ErrorCode.INVALID_REQUEST)
                 else:
                     resp = self._partition(
-                        ctx, version, rm.get_partition(topic.name, index), p, isolation
-                    )
+                        ctx, version, rm.get_partition(topic.name, index), p, isolation,
+                        topic=topic.name,
+                    )  # fmt: skip
                 partitions.append(resp)
             topics.append(
                 ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name, partitions=partitions)
@@ -182,13 +183,17 @@ class ListOffsetsHandler(RequestHandler):
         partition: Partition | None,
         p: Data,
         isolation: int | None,
+        *,
+        topic: str,
     ) -> Data:
         index = p.partition_index
         timestamp = p.timestamp
         if timestamp < 0 and version < TIMESTAMP_MIN_VERSION.get(timestamp, version + 1):
             return self._error(ctx, index, ErrorCode.UNSUPPORTED_VERSION)
         if partition is None:
-            return self._error(ctx, index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return self._error(
+                ctx, index, self.broker.replica_manager.missing_partition_error(topic, index)
+            )
         code = check_current_leader_epoch(p.current_leader_epoch)
         if code != ErrorCode.NONE:
             return self._error(ctx, index, code)

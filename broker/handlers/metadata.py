@@ -96,15 +96,27 @@ class MetadataHandler(RequestHandler):
                 if self.authorize_cluster(ctx, AclOperation.DESCRIBE)
                 else 0
             )
-        endpoint = broker.endpoint_for(ctx.connection.listener_name)
-        return MetadataResponse(
-            brokers=[
+        layout = rm.layout
+        if layout is None:
+            endpoint = broker.endpoint_for(ctx.connection.listener_name)
+            brokers = [
                 MetadataResponse.MetadataResponseBroker(
                     node_id=broker.node_id, host=endpoint.host, port=endpoint.port, rack=None
                 )
-            ],
+            ]
+            controller = broker.node_id
+        else:  # the machine's nodes (prototype, broker/partition/cluster_layout.py)
+            brokers = [
+                MetadataResponse.MetadataResponseBroker(
+                    node_id=n.node_id, host=n.host, port=n.port, rack=None
+                )
+                for n in layout.nodes
+            ]
+            controller = layout.coordinator.node_id
+        return MetadataResponse(
+            brokers=brokers,
             cluster_id=broker.cluster_id,
-            controller_id=broker.node_id,
+            controller_id=controller,
             topics=topics,
             cluster_authorized_operations=cluster_operations,
         )
@@ -155,19 +167,21 @@ class MetadataHandler(RequestHandler):
                     rm.create_topic(name, int(broker.config.get("num.partitions")))
             except KafkaError as exc:
                 return self._error_topic(ctx, name, exc.code)
-        node = broker.node_id
-        partitions = [
-            MetadataResponse.MetadataResponsePartition(
-                error_code=ErrorCode.NONE,
-                partition_index=p.partition,
-                leader_id=node,
-                leader_epoch=LEADER_EPOCH,
-                replica_nodes=[node],
-                isr_nodes=[node],
-                offline_replicas=[],
+        layout = rm.layout
+        partitions = []
+        for p in rm.partitions_of(name):
+            node = broker.node_id if layout is None else layout.leader_of(name, p.partition).node_id
+            partitions.append(
+                MetadataResponse.MetadataResponsePartition(
+                    error_code=ErrorCode.NONE,
+                    partition_index=p.partition,
+                    leader_id=node,
+                    leader_epoch=LEADER_EPOCH,
+                    replica_nodes=[node],
+                    isr_nodes=[node],
+                    offline_replicas=[],
+                )
             )
-            for p in rm.partitions_of(name)
-        ]
         ctx.count_error(ErrorCode.NONE)
         tid = broker.log_manager.topic_id(name)
         return MetadataResponse.MetadataResponseTopic(

@@ -70,7 +70,7 @@ class OffsetForLeaderEpochHandler(RequestHandler):
                     )
                     continue
                 if partition is None:
-                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    code = rm.missing_partition_error(topic.topic, index)
                 else:
                     code = check_current_leader_epoch(p.current_leader_epoch)
                 ctx.count_error(code)

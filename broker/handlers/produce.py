@@ -245,11 +245,15 @@ class ProduceHandler(RequestHandler):
                 partition = rm.get_partition(name, pd.index)
                 records = pd.records
                 if partition is None:
+                    code = rm.missing_partition_error(name, pd.index)
                     resp = self._error(
                         ctx,
                         pd.index,
-                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                        f"This server does not host this topic-partition: {name}-{pd.index}",
+                        code,
+                        f"This server does not host this topic-partition: {name}-{pd.index}"
+                        if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                        else f"This server is not the leader for that topic-partition: "
+                        f"{name}-{pd.index}",
                         version,
                     )
                 elif is_internal_topic(name):

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Mapping
 
 from broker.errors import (
+    ErrorCode,
     InvalidPartitionsError,
     InvalidTopicError,
     TopicAlreadyExistsError,
@@ -25,6 +26,7 @@ from broker.errors import (
 from broker.log.files import TopicPartition
 from broker.log.manager import LogManager
 from broker.log.unified_log import UnifiedLog
+from broker.partition.cluster_layout import ClusterLayout
 from broker.partition.partition import Offload, OffloadResult, Partition, run_here
 from broker.validator import MetricsRecorder
 
@@ -66,8 +68,11 @@ class ReplicaManager:
         max_decompressed_bytes: int | None = None,
         offload: Offload[OffloadResult] = run_here,
         inline_budget: int | None = None,
+        layout: ClusterLayout | None = None,
     ) -> None:
         self.log_manager = log_manager
+        #: the machine's nodes (prototype, ``cluster.nodes``); None: this broker alone
+        self.layout = layout
         self._recorder = recorder
         self._time_ms = time_ms
         self._max_decompressed_bytes = max_decompressed_bytes
@@ -100,7 +105,22 @@ class ReplicaManager:
     # ---- lookups ----------------------------------------------------------------------------
 
     def get_partition(self, topic: str, partition: int) -> Partition | None:
+        """The partition when this broker leads it (every partition it hosts,
+        unless ``cluster.nodes`` spreads them over several nodes)."""
+        if self.layout is not None and not self.layout.leads(topic, partition):
+            return None
         return self._partitions.get((topic, partition))
+
+    def missing_partition_error(self, topic: str, partition: int) -> ErrorCode:
+        """What a request for a partition :meth:`get_partition` does not give
+        is answered with: another node leads it, or it does not exist."""
+        if (
+            self.layout is not None
+            and (topic, partition) in self._partitions
+            and not self.layout.leads(topic, partition)
+        ):
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     def partition_or_error(self, topic: str, partition: int) -> Partition:
         found = self._partitions.get((topic, partition))
