@@ -243,7 +243,13 @@ class FetchHandler(RequestHandler):
         failed = False
         ctx.conversions_time_ns = 0
         ctx.temporary_memory_bytes = 0
+        topic_meters: dict[str, TopicMeters] = {}
         for w in wanted:
+            tm = None
+            if w.partition is not None:
+                tm = topic_meters.get(w.topic)
+                if tm is None:
+                    tm = topic_meters[w.topic] = meters.topic(w.topic)
             part_resp = self._read_one(
                 ctx,
                 w,
@@ -251,7 +257,7 @@ class FetchHandler(RequestHandler):
                 min_one_message=min_one_message,
                 read_committed=read_committed,
                 magic=magic,
-                meters=meters.topic(w.topic) if w.partition is not None else None,
+                meters=tm,
             )
             size = len(part_resp.records)
             if size:
@@ -289,11 +295,16 @@ class FetchHandler(RequestHandler):
         hw = lg.high_watermark
         assert meters is not None
         meters.fetch_requests.inc()
+        records: object = b""
         try:
-            info = lg.read(w.fetch_offset, max(limit, 0), min_one_message, hw)
-            records: object = b""
-            if info.records is not None and info.records.size > 0:
-                records = self._records_for(ctx, w, info, magic=magic, meters=meters, limit=limit)
+            # at the high watermark there is nothing to read (the poll of an idle
+            # partition): no lookup in the log's segments
+            if w.fetch_offset != hw:
+                info = lg.read(w.fetch_offset, max(limit, 0), min_one_message, hw)
+                if info.records is not None and info.records.size > 0:
+                    records = self._records_for(
+                        ctx, w, info, magic=magic, meters=meters, limit=limit
+                    )
         except KafkaError as exc:
             code = exc.code
             if code != ErrorCode.OFFSET_OUT_OF_RANGE:
@@ -403,12 +414,16 @@ class FetchHandler(RequestHandler):
     def _account(self, ctx: RequestContext, response: Data) -> None:
         """Error counts and BytesOut, once per answered request."""
         meters = self.broker.meters
+        counts: dict[int, int] = {}
         for topic in response.responses:
             for p in topic.partitions:
-                ctx.count_error(p.error_code)
+                code = p.error_code
+                counts[code] = counts.get(code, 0) + 1
                 size = len(p.records) if p.records is not None else 0
                 if size and topic.topic:
                     meters.topic(topic.topic).bytes_out.inc(size)
+        for code, n in counts.items():
+            ctx.count_error(code, n)
 
 
 class _DownConversionDisabled(KafkaError):
