@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
@@ -85,7 +86,6 @@ from broker.partition.partition import AppendOutcome, Partition
 from broker.protocol.data import Data
 from broker.protocol.messages import ProduceResponse
 from broker.records.batch import TRANSACTIONAL_FLAG_MASK
-from broker.records.entries import iter_buffer_entries
 from broker.security.acl import AclOperation, ResourceType
 from broker.validator.analysis import check_request_records
 
@@ -103,6 +103,9 @@ _PLAIN_ERRORS = frozenset(
     }
 )
 _ATTRIBUTES_OFFSET = 21
+_MAGIC_OFFSET = 16
+_V2_OVERHEAD = 61
+_LENGTH = struct.Struct(">i")
 _WRITE = AclOperation.WRITE
 _TOPIC = ResourceType.TOPIC
 #: the cache key's plain ints: an IntEnum hashes through a slower path
@@ -149,14 +152,15 @@ class _ErrorListing:
 
 def _first_batch_transactional(records: memoryview) -> bool:
     """``RequestUtils.hasTransactionalRecords`` for one partition: the first
-    batch's transactional flag (v2 only; legacy batches cannot carry it)."""
-    try:
-        first = next(iter_buffer_entries(records), None)
-    except KafkaError:
-        return False  # framing errors are the validator's to report
-    if first is None or first.magic < 2 or first.size_in_bytes < 61:
+    batch's transactional flag (v2 only; legacy batches cannot carry it).
+    The first batch starts at 0 (its length at 8, magic at 16); one that is
+    not whole is the validator's to report (framing errors included)."""
+    if len(records) < _V2_OVERHEAD or records[_MAGIC_OFFSET] < 2:
         return False
-    return bool(records[first.position + _ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_FLAG_MASK)
+    (length,) = _LENGTH.unpack_from(records, 8)
+    if not _V2_OVERHEAD <= length + 12 <= len(records):
+        return False
+    return bool(records[_ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_FLAG_MASK)
 
 
 @dataclass(slots=True)

@@ -172,7 +172,8 @@ class Partition:
 
         Raises the ``broker.errors`` exception of the first failing step.
         """
-        return self._append_validated(self._validation(records, produce_version, None, None)())
+        validation = self._validation(records, produce_version, None, None, request_checked=False)
+        return self._append_validated(validation())
 
     def append_built_batch(self, records: Sequence[SimpleRecord]) -> int:
         """Append one uncompressed v2 batch of ``records`` that this broker builds
@@ -207,7 +208,8 @@ class Partition:
         """Validate and append ``records``: at once when nothing is queued on
         the partition, ``inline`` is true and the validation fits the inline
         budget; else queued (see the module docstring), and the future's
-        result (or exception) is the append's. Raises or fails with the
+        result (or exception) is the append's. The caller (the produce
+        handler) made the request-level checks of ``ProduceRequest``. Raises or fails with the
         ``broker.errors`` exception of the first failing step.
 
         ``inline`` false (the request used up its time on the loop): the
@@ -288,6 +290,8 @@ class Partition:
         produce_version: int,
         recorder: MetricsRecorder | None,
         inline_budget: int | None,
+        *,
+        request_checked: bool = True,
     ) -> Callable[[], ValidationResult]:
         """The validator call with the partition's settings, read now on the
         event loop (the call itself may run on a worker thread): the next
@@ -307,6 +311,7 @@ class Partition:
             recorder=self._recorder if recorder is None else recorder,
             max_decompressed_bytes=self._max_decompressed_bytes,
             inline_budget=inline_budget,
+            request_checked=request_checked,
         )
 
     def _append_validated(self, result: ValidationResult) -> AppendOutcome:

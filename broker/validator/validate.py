@@ -162,6 +162,7 @@ def validate_records(
     zstd_allowed_by_ibp: bool = True,
     clock_ns: Callable[[], int] = time.perf_counter_ns,
     inline_budget: int | None = None,
+    request_checked: bool = False,
 ) -> ValidationResult:
     """Validate a partition's records and assign offsets from ``next_offset``.
 
@@ -172,13 +173,16 @@ def validate_records(
     inter.broker.protocol.version < 2.1 (§1.13). Raises the
     ``broker.errors`` exception of the first failing check (§1.14).
 
+    ``request_checked``: the caller made ``ProduceRequest.validateRecords``'s
+    checks already (the produce handler does, before the partition's meters).
+
     ``inline_budget``: the cost this call may spend (``validator/inline.py``);
     a validation that would spend more raises ``OffloadRequired`` before it
     changes anything, and is to be run again without a budget elsewhere.
     """
     original = records.nbytes
     check_raw(inline_budget, original)
-    if origin is AppendOrigin.CLIENT:
+    if origin is AppendOrigin.CLIENT and not request_checked:
         check_request_records(records, produce_version)
     analysis = analyze_records(
         records, max_message_bytes=config.max_message_bytes, origin=origin, recorder=recorder
