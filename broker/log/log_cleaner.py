@@ -18,7 +18,7 @@ throttler of ``log.cleaner.io.max.bytes.per.second``. Each thread loops:
    when no log needed cleaning.
 
 A thread that fails outside a cleaning dies (``DeadThreadCount``). The
-threads run at nice 10, below the event loop.
+threads run at nice 19, below the event loop.
 
 Why this is thread-safe: the owner thread alone changes a log's segment
 list, files and producer state; a cleaner thread only reads a snapshot
@@ -334,7 +334,7 @@ class LogCleaner:
 
 
 #: nice value of the cleaner threads (Linux schedules threads, so it is theirs alone)
-CLEANER_NICE = 10
+CLEANER_NICE = 19
 
 
 def lower_priority() -> None:
