@@ -95,11 +95,11 @@ class PlainExchange:
             text = token.decode("utf-8")
         except UnicodeDecodeError:
             raise AuthenticationFailed(generic_failure(self.mechanism), "not UTF-8") from None
-        parts = text.split("\0")
+        # PlainSaslServer.extractTokens looks at four NULs at most
+        parts = text.split("\0", 3)
         if len(parts) != 3:
             raise AuthenticationFailed(
-                generic_failure(self.mechanism),
-                f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(parts)}",
+                f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(parts)}"
             )
         authzid, user, password = parts
         if not user:
@@ -128,11 +128,19 @@ _CLIENT_FIRST = re.compile(r"^(?P<gs2>[nyp][^,]*,(?:a=(?P<authzid>[^,]*))?,)(?P<
 
 class ScramExchange:
     def __init__(
-        self, mechanism: str, lookup: Callable[[str, str], ScramCredential | None]
+        self,
+        mechanism: str,
+        lookup: Callable[[str, str], ScramCredential | None],
+        *,
+        server_nonce: str | None = None,
     ) -> None:
+        """``server_nonce``: None for a fresh random one (scramp's ``secrets``);
+        a fixed one only reproduces a published exchange (RFC 7677's vector)."""
         self.mechanism = mechanism
         self._lookup = lookup
-        self._server = scramp.ScramMechanism(mechanism).make_server(self._auth_info)
+        self._server = scramp.ScramMechanism(mechanism).make_server(
+            self._auth_info, s_nonce=server_nonce
+        )
         self._step = 0
         self._user = ""
         self.complete = False
@@ -171,7 +179,6 @@ class ScramExchange:
                 if len(attrs) > 2:
                     # Kafka's only extension is tokenauth (delegation tokens: none here)
                     raise self._fail("SCRAM extensions are not supported")
-                self._server.set_client_first(text)
                 self._user = attrs[0][2:].replace("=2C", ",").replace("=3D", "=")
                 authzid = match.group("authzid")
                 if authzid and authzid != self._user:
@@ -179,6 +186,9 @@ class ScramExchange:
                         "Authentication failed: Client requested an authorization id that is"
                         " different from username"
                     )
+                # scramp refuses any authzid, even the user's own (Kafka accepts that one;
+                # no Kafka client sends it: docs/deviations.md)
+                self._server.set_client_first(text)
                 return str(self._server.get_server_first()).encode()
             if self._step == 1:
                 self._step = 2
