@@ -55,11 +55,15 @@ class ScramClient:
     password: str
     nonce: str = ""
     authzid: str = ""
+    #: client-first extensions, ",name=value..."
+    extensions: str = ""
+    #: librdkafka before 2.2: the client-final nonce is its own, then the server-first's
+    repeat_nonce: bool = False
 
     def __post_init__(self) -> None:
         self.nonce = self.nonce or secrets.token_urlsafe(18)
         name = self.user.replace("=", "=3D").replace(",", "=2C")
-        self.bare = f"n={name},r={self.nonce}"
+        self.bare = f"n={name},r={self.nonce}{self.extensions}"
         self.gs2 = f"n,a={self.authzid}," if self.authzid else "n,,"
         self.server_signature = b""
 
@@ -77,7 +81,8 @@ class ScramClient:
         client_key = hmac.digest(salted, b"Client Key", digest)
         stored_key = hashlib.new(digest, client_key).digest()
         channel = base64.b64encode(self.gs2.encode()).decode()
-        without_proof = f"c={channel},r={attrs['r']}"
+        nonce = (self.nonce if self.repeat_nonce else "") + attrs["r"]
+        without_proof = f"c={channel},r={nonce}"
         auth_message = f"{self.bare},{text},{without_proof}".encode()
         signature = hmac.digest(stored_key, auth_message, digest)
         proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))

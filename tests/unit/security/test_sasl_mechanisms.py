@@ -148,12 +148,31 @@ def test_scram_wrong_password_and_unknown_user_fail_alike_at_the_proof(mechanism
 
 
 @pytest.mark.parametrize(
+    "client",
+    [
+        ScramClient("SCRAM-SHA-512", "alice", "x", authzid="alice"),
+        ScramClient("SCRAM-SHA-512", "alice", "x", extensions=",foo=bar"),
+        ScramClient("SCRAM-SHA-512", "alice", "x", extensions=",tokenauth=false"),
+        ScramClient("SCRAM-SHA-512", "alice", "x", repeat_nonce=True),
+    ],
+    ids=["own-authzid", "extension", "tokenauth-false", "librdkafka-2.0-nonce"],
+)
+def test_scram_takes_what_kafka_takes(client: ScramClient) -> None:
+    """ScramSaslServer: an authzid equal to the user, extensions other than
+    tokenauth=true, a client-final nonce that ends with the server-first's."""
+    exchange = scram("SCRAM-SHA-512", {"alice": scram_credential("SCRAM-SHA-512", "x")}, client)
+    assert exchange.complete and exchange.authorization_id == "alice"
+
+
+@pytest.mark.parametrize(
     ("client_first", "message"),
     [
         # Kafka's only extension is tokenauth (delegation tokens, none here)
         (b"n,,n=alice,r=abc,tokenauth=true", generic_failure("SCRAM-SHA-512")),
         (b"n,,r=abc", generic_failure("SCRAM-SHA-512")),
         (b"p=tls-unique,,n=alice,r=abc", generic_failure("SCRAM-SHA-512")),
+        (b"y,,n=alice,r=abc", generic_failure("SCRAM-SHA-512")),
+        (b"n,,n=al\xc3\xafce,r=abc", generic_failure("SCRAM-SHA-512")),
         (b"\xff", generic_failure("SCRAM-SHA-512")),
         (
             b"n,a=bob,n=alice,r=abc",
