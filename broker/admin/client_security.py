@@ -26,7 +26,7 @@ The SASL exchange, client side, is Kafka's ``SaslClientAuthenticator`` with
 SaslHandshake v1 and SaslAuthenticate (v2, or the highest the broker serves)::
 
     PLAIN    one token: NUL username NUL password (RFC 4616)
-    SCRAM    client-first, client-final (scramp), the server's signature checked
+    SCRAM    client-first, client-final (scram_client.py), the server's signature checked
 
 Failures raise :class:`ClientSecurityError`; no message carries the
 password.
@@ -41,8 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import scramp
-
+from broker.admin.scram_client import ScramClient, ScramClientError
 from broker.config import parse_properties
 from broker.errors import ErrorCode, InvalidConfigError
 from broker.protocol.data import Data
@@ -122,15 +121,12 @@ class ClientSecurity:
         if self.mechanism == "PLAIN":
             step(f"\0{self.username}\0{self.password}".encode())
             return
-        client = scramp.ScramClient([self.mechanism], self.username, self.password)
+        client = ScramClient(self.mechanism, self.username, self.password)
         try:
-            server_first = step(client.get_client_first().encode())
-            client.set_server_first(server_first.decode())
-            server_final = step(client.get_client_final().encode())
-            client.set_server_final(server_final.decode())
-        except (scramp.ScramException, UnicodeDecodeError) as exc:
+            client.check_final(step(client.final(step(client.first()))))
+        except ScramClientError as exc:
             raise ClientSecurityError(
-                f"the broker's SCRAM answer could not be verified: {exc}"
+                f"the broker's SCRAM answer is not acceptable: {exc}"
             ) from None
 
 

@@ -517,7 +517,7 @@ def test_admin_tools_over_sasl_ssl(secured: Secured) -> None:
     denied = broker_tool(secured, "scram-users", "delete", "--user", "bob", "--mechanism",
                          "SCRAM-SHA-256", user="alice")  # fmt: skip
     assert denied.returncode == 1 and "CLUSTER_AUTHORIZATION_FAILED" in denied.stderr
-    # bob authenticates with SCRAM (scramp's client) and is no super user either
+    # bob authenticates with SCRAM (the tools' client) and is no super user either
     bob = broker_tool(secured, "scram-users", "list", user="bob", mechanism="SCRAM-SHA-512")
     assert bob.returncode == 1 and "CLUSTER_AUTHORIZATION_FAILED" in bob.stderr
     wrong = broker_tool(secured, "scram-users", "list", password="not-it")

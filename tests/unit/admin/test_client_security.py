@@ -6,6 +6,7 @@ against one)."""
 from __future__ import annotations
 
 import argparse
+import base64
 import io
 import ssl
 from pathlib import Path
@@ -18,8 +19,11 @@ from broker.admin.client_security import (
     client_security,
     load_command_config,
 )
+from broker.admin.scram_client import ScramClient, ScramClientError
+from broker.security.sasl_mechanisms import ScramExchange
 from broker.security.tls import JKS_MAGIC
 from tests.integration.security_setup import STORE_PASSWORD, Pki
+from tests.unit.security.sasl_support import scram_credential
 
 SCRAM_JAAS = (
     "org.apache.kafka.common.security.scram.ScramLoginModule required"
@@ -182,3 +186,33 @@ def test_usage_errors_exit_2_before_connecting(capsys: pytest.CaptureFixture[str
     args = parse("add", "--user", "alice", "--add-config", "SCRAM-SHA-1=[password=x]")
     assert scram_users.run(args) == 2
     assert "unexpected config name SCRAM-SHA-1" in capsys.readouterr().err
+
+
+# ---- the tools' SCRAM client ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_the_scram_client_against_the_broker_exchange(mechanism: str) -> None:
+    """No SASLprep, as Kafka's ScramFormatter: a soft hyphen (which SASLprep
+    removes) stays part of the password the credential was made from."""
+    password = "pass\u00adword é"
+    creds = {"al,ice": scram_credential(mechanism, password)}
+    server = ScramExchange(mechanism, lambda u, m: creds.get(u))
+    client = ScramClient(mechanism, "al,ice", password)
+    client.check_final(server.evaluate(client.final(server.evaluate(client.first()))))
+    assert server.authorization_id == "al,ice"
+
+
+def test_the_scram_client_refuses_a_weak_or_forged_server() -> None:
+    client = ScramClient("SCRAM-SHA-512", "alice", "pw")
+    nonce = client.first().decode().rsplit("r=", 1)[1]
+    salt = base64.b64encode(b"salt").decode()
+    with pytest.raises(ScramClientError, match="less than the minimum 4096"):
+        client.final(f"r={nonce}x,s={salt},i=1000".encode())
+    with pytest.raises(ScramClientError, match="invalid"):
+        client.final(f"r=other{nonce},s={salt},i=4096".encode())
+    client.final(f"r={nonce}x,s={salt},i=4096".encode())
+    with pytest.raises(ScramClientError, match="signature is wrong"):
+        client.check_final(b"v=" + base64.b64encode(b"\0" * 64))
+    with pytest.raises(ScramClientError, match="refused: other-error"):
+        client.check_final(b"e=other-error")

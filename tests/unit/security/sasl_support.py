@@ -1,5 +1,5 @@
 """Client sides of the SASL mechanisms for the tests, written from the RFCs
-(not scramp), so the server is checked against an independent computation;
+(not the broker's code), so the server is checked against an independent computation;
 and a JWKS with keys made at test time for OAUTHBEARER.
 
 SCRAM (RFC 5802 section 3)::
