@@ -140,6 +140,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
             "super.users": "User:admin",
             "allow.everyone.if.no.acl.found": "true",
             "auto.create.topics.enable": "false",
+            "group.initial.rebalance.delay.ms": "0",
         }
     )
     s = Secured(broker.start(), pki, jwks, root, ports, passwords)
@@ -378,6 +379,33 @@ def test_produce_and_consume(secured: Secured, client: str, mode: str) -> None:
     topic = new_topic(secured, f"{client}-{mode}")
     assert CLIENTS[client](secured, mode, topic) == values()
     assert end_offset(secured, topic) == RECORDS
+
+
+def test_consumer_groups_over_sasl_ssl(secured: Secured) -> None:
+    """subscribe() through the group coordinator, which FindCoordinator must name
+    on the client's own listener (kafka-python opens a second connection to it),
+    then broker groups over SASL_SSL sees the group."""
+    topic = new_topic(secured, "grouped")
+    confluent_round_trip(secured.bootstrap("SASL_SSL"),
+                         settings(secured, "scram-sha-512", librdkafka_security), topic)  # fmt: skip
+    kafka = _kafka_python()
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    consumer = kafka.KafkaConsumer(topic, bootstrap_servers=secured.bootstrap("SASL_SSL"),
+                                   group_id=group, auto_offset_reset="earliest",
+                                   request_timeout_ms=int(TIMEOUT * 1000),
+                                   **settings(secured, "scram-sha-256", kafka_python_security))  # fmt: skip
+    got: list[bytes] = []
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while len(got) < RECORDS and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=200).values():
+                got.extend(r.value for r in records)
+        consumer.commit()
+    finally:
+        consumer.close()
+    assert got == values()
+    listed = broker_tool(secured, "groups", "list")
+    assert listed.returncode == 0 and group in listed.stdout.split(), listed
 
 
 # ---- OAUTHBEARER -------------------------------------------------------------------------------
