@@ -348,3 +348,13 @@ def test_oauthbearer_exchange(jwks: Jwks) -> None:
     # not RFC 7628 framing
     with pytest.raises(AuthenticationFailed):
         OAuthBearerExchange(check).evaluate(b"n,,auth=Bearer x")
+
+
+def test_scram_refuses_a_stored_credential_below_4096_iterations() -> None:
+    """ScramSaslServer: "Iterations N is less than the minimum 4096" (a generic answer)."""
+    weak = scram_credential("SCRAM-SHA-256", "x", iterations=1000)
+    exchange = ScramExchange("SCRAM-SHA-256", lambda u, m: weak)
+    with pytest.raises(AuthenticationFailed) as refused:
+        exchange.evaluate(ScramClient("SCRAM-SHA-256", "alice", "x").first())
+    assert refused.value.client_message == generic_failure("SCRAM-SHA-256")
+    assert "less than 4096" in str(refused.value)
