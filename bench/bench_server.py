@@ -220,12 +220,16 @@ def create_topic(port: int, topic: str, partitions: int = 1) -> None:
 # ---- (1) and (3): confluent-kafka ------------------------------------------------------------
 
 
-def confluent_round(port: int, topic: str, acks: int) -> dict[str, float]:
-    """Produce CONFLUENT_MESSAGES 100 B values; records/s and latency percentiles."""
+def confluent_round(
+    port: int, topic: str, acks: int, security: dict[str, Any] | None = None
+) -> dict[str, float]:
+    """Produce CONFLUENT_MESSAGES 100 B values; records/s and latency percentiles
+    (``security``: librdkafka's TLS/SASL settings, ``bench_security.py``)."""
     import confluent_kafka
 
     producer = confluent_kafka.Producer(
         {
+            **(security or {}),
             "bootstrap.servers": f"127.0.0.1:{port}",
             "acks": str(acks),
             "linger.ms": 5,

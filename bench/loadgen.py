@@ -12,15 +12,24 @@ receive buffer, never the sender's bytes.
 Prints one JSON line: requests, records, bytes answered, elapsed seconds,
 per-request latencies (send to answer) p50/p99 in ms, error codes seen.
 ``--cpu N`` pins the process to that core first.
+
+``--tls --ca-file CA.pem`` speaks TLS to an SSL listener (the server's
+certificate checked against the CA, not its host name). TLS needs one
+thread per ``ssl`` object, so it runs on the asyncio engine (uvloop when
+installed): one task writes while the window allows, one reads the answers.
+``--engine asyncio`` runs a PLAINTEXT baseline through the same code, so a
+TLS/PLAINTEXT ratio compares the transports and nothing else.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import collections
 import json
 import os
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -177,6 +186,112 @@ def run(
     }
 
 
+def run_async(
+    port: int,
+    frames: list[bytes],
+    records_per_frame: int,
+    *,
+    window: int,
+    requests: int,
+    seconds: float,
+    warmup: int = 0,
+    version: int = 9,
+    tls: ssl.SSLContext | None = None,
+) -> dict[str, Any]:
+    """What :func:`run` does, on an event loop (TLS or not)."""
+    try:
+        import uvloop
+
+        factory: Any = uvloop.new_event_loop
+    except ImportError:
+        factory = asyncio.new_event_loop
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(
+            _run_async(port, frames, records_per_frame, window=window, requests=requests,
+                       seconds=seconds, warmup=warmup, version=version, tls=tls)
+        )  # fmt: skip
+
+
+async def _run_async(
+    port: int,
+    frames: list[bytes],
+    records_per_frame: int,
+    *,
+    window: int,
+    requests: int,
+    seconds: float,
+    warmup: int,
+    version: int,
+    tls: ssl.SSLContext | None,
+) -> dict[str, Any]:
+    reader, writer = await asyncio.open_connection(
+        "127.0.0.1", port, ssl=tls, server_hostname="localhost" if tls else None, limit=1 << 22
+    )
+    sock = writer.get_extra_info("socket")
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    slots = asyncio.Semaphore(window)
+    sent_at: collections.deque[float] = collections.deque()
+    latencies: list[float] = []
+    errors: collections.Counter[int] = collections.Counter()
+    total = warmup + requests
+    state = {"sent": 0, "answered": 0, "started": 0.0}
+    deadline = time.perf_counter() + seconds
+
+    async def send() -> None:
+        while state["sent"] < total and time.perf_counter() < deadline:
+            await slots.acquire()
+            sent_at.append(time.perf_counter())
+            writer.write(frames[int(state["sent"]) % len(frames)])
+            state["sent"] += 1
+            await writer.drain()
+
+    async def receive(sender: asyncio.Future[None]) -> None:
+        give_up = deadline + 60
+        while not (sender.done() and state["answered"] >= state["sent"]):
+            if time.perf_counter() > give_up:
+                errors[-998] += 1  # answers missing
+                return
+            try:
+                head = await asyncio.wait_for(reader.readexactly(4), 0.5)
+            except TimeoutError:
+                continue  # nothing arrived; readexactly consumed nothing
+            except asyncio.IncompleteReadError:
+                errors[-999] += 1  # the broker closed the connection
+                return
+            (size,) = _SIZE.unpack(head)
+            _, body = decode_response(0, version, await reader.readexactly(size))
+            now = time.perf_counter()
+            t0 = sent_at.popleft()
+            for td in body.responses:
+                for part in td.partition_responses:
+                    errors[part.error_code] += 1
+            state["answered"] += 1
+            if state["answered"] == warmup:
+                state["started"] = now
+            elif state["answered"] > warmup:
+                latencies.append((now - t0) * 1000)
+            slots.release()
+
+    if warmup == 0:
+        state["started"] = time.perf_counter()
+    sender = asyncio.ensure_future(send())
+    await receive(sender)
+    sender.cancel()
+    elapsed = time.perf_counter() - state["started"]
+    writer.close()
+    done = max(int(state["answered"]) - warmup, 0)
+    frame_bytes = sum(len(f) for f in frames) / len(frames)
+    return {
+        "requests": done,
+        "records": done * records_per_frame,
+        "bytes": done * frame_bytes,
+        "elapsed": elapsed,
+        "p50_ms": percentile(latencies, 0.50),
+        "p99_ms": percentile(latencies, 0.99),
+        "errors": {str(k): v for k, v in errors.items()},
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
@@ -195,6 +310,9 @@ def main() -> None:
         default="",
         help="comma-separated partitions to send to (default: 0 .. --partitions - 1)",
     )
+    parser.add_argument("--engine", choices=("threads", "asyncio"), default="threads")
+    parser.add_argument("--tls", action="store_true", help="TLS (the asyncio engine)")
+    parser.add_argument("--ca-file", help="--tls: the CA that signed the broker's certificate")
     args = parser.parse_args()
     if args.cpu >= 0:
         os.sched_setaffinity(0, {args.cpu})
@@ -207,15 +325,20 @@ def main() -> None:
         args.acks,
         partition_ids=ids,
     )
-    result = run(
-        args.port,
-        frames,
-        count,
-        window=args.window,
-        requests=args.requests,
-        seconds=args.seconds,
-        warmup=args.warmup,
-    )
+    options: dict[str, Any] = {
+        "window": args.window,
+        "requests": args.requests,
+        "seconds": args.seconds,
+        "warmup": args.warmup,
+    }
+    if args.tls or args.engine == "asyncio":
+        tls = None
+        if args.tls:
+            tls = ssl.create_default_context(cafile=args.ca_file)
+            tls.check_hostname = False
+        result = run_async(args.port, frames, count, tls=tls, **options)
+    else:
+        result = run(args.port, frames, count, **options)
     print(json.dumps(result), flush=True)
 
 

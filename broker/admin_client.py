@@ -13,10 +13,10 @@ back as :class:`AdminError` with Kafka's code name.
 
 from __future__ import annotations
 
-import socket
 import struct
 from typing import Any
 
+from broker.admin.client_security import PLAINTEXT, ClientSecurity
 from broker.errors import ErrorCode
 from broker.protocol import decode_response, encode_request
 from broker.protocol.data import Data
@@ -53,9 +53,17 @@ def parse_bootstrap(text: str) -> tuple[str, int]:
 
 
 class _Connection:
-    def __init__(self, host: str, port: int, timeout_s: float) -> None:
-        self._sock = socket.create_connection((host, port), timeout=timeout_s)
+    def __init__(
+        self, host: str, port: int, timeout_s: float, security: ClientSecurity = PLAINTEXT
+    ) -> None:
+        # TLS and SASL as the other admin tools (broker/admin/client_security.py)
+        self._sock = security.open(host, port, timeout_s)
         self._correlation = 0
+        try:
+            security.authenticate(self.call, {})
+        except BaseException:
+            self._sock.close()
+            raise
 
     def call(self, request: Data, version: int) -> Any:
         self._correlation += 1
@@ -85,8 +93,11 @@ class _Connection:
 class AdminClient:
     """``with AdminClient("127.0.0.1:9092") as admin: admin.list_groups()``."""
 
-    def __init__(self, bootstrap: str, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, bootstrap: str, timeout_s: float = 30.0, security: ClientSecurity = PLAINTEXT
+    ) -> None:
         self._timeout_s = timeout_s
+        self._security = security
         self._bootstrap = parse_bootstrap(bootstrap)
         self._nodes: dict[tuple[str, int], _Connection] = {}
 
@@ -104,7 +115,7 @@ class AdminClient:
     def _node(self, address: tuple[str, int]) -> _Connection:
         conn = self._nodes.get(address)
         if conn is None:
-            conn = self._nodes[address] = _Connection(*address, self._timeout_s)
+            conn = self._nodes[address] = _Connection(*address, self._timeout_s, self._security)
         return conn
 
     def _call(self, request: Data, version: int, address: tuple[str, int] | None = None) -> Any:

@@ -28,6 +28,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "Add, remove or list ACLs of a running broker, as kafka-acls.sh does.",
     ),
     (
+        "scram-users",
+        "broker.admin.scram_users",
+        "Add, delete or list SCRAM users of a running broker, as kafka-configs.sh does.",
+    ),
+    (
         "groups",
         "broker.groups_cli",
         "List, describe, delete consumer groups and reset their offsets (kafka-consumer-groups).",

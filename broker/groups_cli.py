@@ -11,7 +11,8 @@ The options are ``kafka-consumer-groups.sh``'s, the actions sub-commands::
         [--dry-run | --execute]
 
 It talks to a running broker (or any Kafka) through the protocol
-(``broker/admin_client.py``). ``describe`` prints Kafka's columns (GROUP
+(``broker/admin_client.py``); ``--command-config FILE`` takes Kafka's client
+keys for a TLS or SASL listener. ``describe`` prints Kafka's columns (GROUP
 TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST
 CLIENT-ID). ``reset-offsets`` needs an inactive group (Empty or Dead), as
 Kafka's tool; without ``--execute`` it only prints the plan (``--dry-run``
@@ -26,6 +27,11 @@ import datetime
 import sys
 from typing import TextIO
 
+from broker.admin.client_security import (
+    ClientSecurityError,
+    add_command_config_argument,
+    command_security,
+)
 from broker.admin_client import EARLIEST, LATEST, AdminClient, AdminError
 from broker.errors import ErrorCode
 
@@ -36,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bootstrap-server", required=True, help="REQUIRED: the broker to connect to, host:port."
     )
+    add_command_config_argument(parser)
     parser.add_argument("--timeout", type=float, default=30.0, help="Seconds per request.")
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = sub.add_parser("list", help="List all consumer groups.")
@@ -182,7 +189,12 @@ def reset_offsets(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     stream = out or sys.stdout
     try:
-        with AdminClient(args.bootstrap_server, args.timeout) as admin:
+        security = command_security(args)
+    except ClientSecurityError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        with AdminClient(args.bootstrap_server, args.timeout, security) as admin:
             if args.action == "list":
                 groups = admin.list_groups(args.state)
                 for group_id in sorted(g.group_id for g in groups):
@@ -201,6 +213,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                       file=stream)  # fmt: skip
                 return 0
             return reset_offsets(admin, args, stream)
-    except (AdminError, OSError, ValueError) as exc:
+    except (AdminError, ClientSecurityError, OSError, ValueError) as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1

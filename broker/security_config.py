@@ -159,8 +159,9 @@ _KEYS = (
         "ssl.cipher.suites",
         ConfigType.LIST,
         (),
-        "TLS 1.2 cipher suites allowed (OpenSSL or IANA names); empty = OpenSSL's defaults."
-        " TLS 1.3 suites are OpenSSL's.",
+        "TLS 1.2 cipher suites allowed, by OpenSSL's names (ECDHE-RSA-AES256-GCM-SHA384, not"
+        " Java's TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384); empty = OpenSSL's defaults. TLS 1.3"
+        " suites are OpenSSL's and always on.",
     ),
     ConfigKey(
         "ssl.principal.mapping.rules",

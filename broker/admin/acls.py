@@ -26,6 +26,9 @@ The options and their meaning are ``AclCommand``'s (Kafka 3.9)::
 * --list without a resource lists every ACL; --principal keeps only that
   principal's.
 
+``--command-config FILE`` takes Kafka's client keys for a TLS or SASL
+listener (``client_security.py``), as kafka-acls.sh's option does.
+
 Output is kafka-acls.sh's ("Adding ACLs for resource `ResourcePattern(...)`:",
 "Current ACLs for resource ..."). Exit 0 on success, 1 when the broker
 refused something or could not be reached, 2 for a usage error.
@@ -38,6 +41,11 @@ import sys
 from collections.abc import Iterable
 
 from broker.admin.client import AdminClientError, AdminConnection
+from broker.admin.client_security import (
+    ClientSecurityError,
+    add_command_config_argument,
+    command_security,
+)
 from broker.errors import ErrorCode
 from broker.protocol.data import Data
 from broker.protocol.messages import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
@@ -71,6 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bootstrap-server", required=True, metavar="HOST:PORT", help="the broker to talk to"
     )
+    add_command_config_argument(parser)
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--add", action="store_true", help="add ACLs")
     action.add_argument("--remove", action="store_true", help="remove ACLs")
@@ -457,11 +466,12 @@ def run(args: argparse.Namespace) -> int:
                     "You must specify one of: --allow-principal, --deny-principal when trying "
                     "to add ACLs."
                 )
-    except UsageError as exc:
+        security = command_security(args)
+    except (UsageError, ClientSecurityError) as exc:
         print(f"broker acls: {exc}", file=sys.stderr)
         return 2
     try:
-        with AdminConnection.connect(args.bootstrap_server, args.timeout) as conn:
+        with AdminConnection.connect(args.bootstrap_server, args.timeout, security) as conn:
             if args.add:
                 run_add(conn, plan)
                 return 0

@@ -10,7 +10,9 @@ It speaks to the bootstrap address only (the broker is a single node), asks
 ApiVersions first (v3, then v0 if the broker answers UNSUPPORTED_VERSION),
 and encodes and decodes with ``broker.protocol``; a response that does not
 arrive within the timeout, or a closed connection, raises
-:class:`AdminClientError`. PLAINTEXT listeners only.
+:class:`AdminClientError`. On a secured listener ``security`` (a
+``--command-config`` read by ``client_security.py``) does the TLS handshake
+before ApiVersions and the SASL exchange after it, as Kafka's clients do.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import struct
 from types import TracebackType
 
 from broker import __version__
+from broker.admin.client_security import PLAINTEXT, ClientSecurity, ClientSecurityError
 from broker.errors import ErrorCode
 from broker.protocol import API_KEYS, DecodeError, decode_response, encode_request
 from broker.protocol.data import Data
@@ -55,17 +58,25 @@ class AdminConnection:
         self.versions: dict[int, tuple[int, int]] = {}
 
     @classmethod
-    def connect(cls, bootstrap: str, timeout_s: float = 30.0) -> AdminConnection:
+    def connect(
+        cls, bootstrap: str, timeout_s: float = 30.0, security: ClientSecurity = PLAINTEXT
+    ) -> AdminConnection:
         errors = []
         for host, port in parse_bootstrap(bootstrap):
             try:
-                sock = socket.create_connection((host, port), timeout=timeout_s)
+                sock = security.open(host, port, timeout_s)
+            except ClientSecurityError as exc:
+                raise AdminClientError(str(exc)) from None
             except OSError as exc:
                 errors.append(f"{host}:{port}: {exc}")
                 continue
             conn = cls(sock)
             try:
                 conn._negotiate()
+                security.authenticate(conn.call, conn.versions)
+            except ClientSecurityError as exc:
+                conn.close()
+                raise AdminClientError(str(exc)) from None
             except BaseException:
                 conn.close()
                 raise

@@ -37,13 +37,19 @@ class ApiVersionsHandler(RequestHandler):
     MIN_VERSION = 0
     MAX_VERSION = 4
 
+    _api_keys: tuple[Data, ...] = ()
+
     def api_versions(self) -> list[Data]:
-        registry = self.broker.registry
-        assert registry is not None
-        return [
-            ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
-            for k, lo, hi in registry.versions()
-        ]
+        # the registry does not change once built: the list is made once (every
+        # client connection asks, SASL ones before authenticating)
+        if not self._api_keys:
+            registry = self.broker.registry
+            assert registry is not None
+            self._api_keys = tuple(
+                ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+                for k, lo, hi in registry.versions()
+            )
+        return list(self._api_keys)
 
     def handle(self, ctx: RequestContext, request: Data) -> Reply:
         version = ctx.header.api_version

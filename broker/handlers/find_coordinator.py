@@ -93,7 +93,7 @@ class FindCoordinatorHandler(RequestHandler):
         if version < 4:
             code, message = self._check(ctx, key_type, request.key, version)
             ctx.count_error(code)
-            node = self._node(code)
+            node = self._node(ctx, code)
             return FindCoordinatorResponse(
                 error_code=code,
                 error_message=message,
@@ -105,7 +105,7 @@ class FindCoordinatorHandler(RequestHandler):
         for key in request.coordinator_keys:
             code, message = self._check(ctx, key_type, key, version)
             ctx.count_error(code)
-            node = self._node(code)
+            node = self._node(ctx, code)
             coordinators.append(
                 FindCoordinatorResponse.Coordinator(
                     key=key,
@@ -118,15 +118,17 @@ class FindCoordinatorHandler(RequestHandler):
             )
         return FindCoordinatorResponse(coordinators=coordinators)
 
-    def _node(self, code: ErrorCode) -> tuple[int, str, int]:
-        """This broker when it coordinates the key, else ``Node.noNode``."""
+    def _node(self, ctx: RequestContext, code: ErrorCode) -> tuple[int, str, int]:
+        """This broker when it coordinates the key, else ``Node.noNode``; its address
+        on the request's own listener (KafkaApis.getCoordinator:
+        ``getAliveBrokerNode(coordinatorId, request.context.listenerName)``)."""
         if code != ErrorCode.NONE:
             return -1, "", -1
         layout = self.broker.replica_manager.layout
         if layout is not None:
             node = layout.coordinator
             return node.node_id, node.host, node.port
-        endpoint = self.broker.advertised
+        endpoint = self.broker.endpoint_for(ctx.connection.listener_name)
         return self.broker.node_id, endpoint.host, endpoint.port
 
     def _check(

@@ -2,7 +2,9 @@
 
 Behaviour (``KafkaApis``, ``ScramControlManager``, ``ScramImage``):
 - Describe needs DESCRIBE on the cluster, else a top-level
-  CLUSTER_AUTHORIZATION_FAILED. Null or empty users: every user. A user
+  CLUSTER_AUTHORIZATION_FAILED and, as ``getErrorResponse`` builds it, one
+  result per user named with that error and no user name. Null or empty
+  users: every user. A user
   named twice: DUPLICATE_RESOURCE "Cannot describe SCRAM credentials for the
   same user twice in a single request: <user>"; unknown: RESOURCE_NOT_FOUND
   "Attempt to describe a user credential that does not exist: <user>".
@@ -22,6 +24,8 @@ Behaviour (``KafkaApis``, ``ScramControlManager``, ``ScramImage``):
 """
 
 from __future__ import annotations
+
+import collections
 
 from broker.errors import ErrorCode
 from broker.handlers.base import Reply, RequestHandler
@@ -52,19 +56,26 @@ class DescribeUserScramCredentialsHandler(RequestHandler):
         result_cls = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
         info_cls = DescribeUserScramCredentialsResponse.CredentialInfo
         if not self.authorize_cluster(ctx, AclOperation.DESCRIBE):
-            ctx.count_error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+            denied, why = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+            ctx.count_error(denied)
+            # DescribeUserScramCredentialsRequest.getErrorResponse: a result per user
+            # named, the user left unset
             return DescribeUserScramCredentialsResponse(
-                error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                error_message="Cluster authorization failed.",
-                results=[],
+                error_code=denied,
+                error_message=why,
+                results=[
+                    result_cls(user="", error_code=denied, error_message=why)
+                    for _ in request.users or ()
+                ],
             )
         control = self.broker.scram_control
         users = control.store.users() if control is not None else {}
         wanted = [u.name for u in request.users] if request.users else sorted(users)
+        times = collections.Counter(wanted)
         results = []
-        for name in dict.fromkeys(wanted):
+        for name in times:
             infos: list[Data] = []
-            if wanted.count(name) > 1:
+            if times[name] > 1:
                 code, message = ErrorCode.DUPLICATE_RESOURCE, _DUPLICATE + name
             elif name not in users:
                 code, message = ErrorCode.RESOURCE_NOT_FOUND, _NOT_FOUND + name

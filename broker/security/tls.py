@@ -129,7 +129,10 @@ class TlsSettings:
         return tuple(Path(p) for p in (self.keystore_location, self.truststore_location) if p)
 
     def key(self, name: str) -> str:
-        """How to name ``name`` for this listener in a message."""
+        """How to name ``name`` for this listener in a message (a client's
+        settings have no listener: the key alone)."""
+        if not self.listener:
+            return name
         return f"{name} (or listener.name.{self.listener.lower()}.{name})"
 
 
@@ -326,6 +329,33 @@ def build_context(
             " ssl.truststore.certificates"
         )
     ctx.verify_mode = mode
+    return ctx
+
+
+def build_client_context(s: TlsSettings, *, check_hostname: bool) -> ssl.SSLContext:
+    """A client's context from the same keys (the admin tools' ``--command-config``):
+    the trust store (the system's CAs without one), a key store when the broker
+    wants client certificates, TLS 1.2 at least."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    versions = sorted({_VERSIONS[p.upper()] for p in s.protocols if p.upper() in _VERSIONS})
+    if not versions:
+        raise InvalidConfigError(f"{s.key('ssl.enabled.protocols')}: no TLS version left")
+    ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
+    trusted = _trusted_pem(s)
+    if trusted is not None:
+        ctx.load_verify_locations(cadata=trusted)
+    else:
+        ctx.load_default_certs()
+    ctx.check_hostname = check_hostname
+    if s.keystore_location or s.keystore_chain or s.keystore_key:
+        private_key, chain = _key_material(s)
+        try:
+            _load_into(ctx, private_key, chain)
+        except ssl.SSLError as exc:
+            raise InvalidConfigError(
+                f"{s.key('ssl.keystore.location')}: the certificate and the private key do not"
+                f" go together ({exc.reason})"
+            ) from None
     return ctx
 
 

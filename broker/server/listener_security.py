@@ -68,13 +68,19 @@ class ListenerSecurity:
         return True
 
     def oversized_frame(self, conn: Connection, head: bytes) -> None:
-        """A frame size above the limit: a TLS ClientHello on a non-TLS listener?"""
-        if self.spec.tls or len(head) < 3 or head[0] != 0x16 or head[1] != 0x03:
+        """A frame size above the limit (the connection closes it): a TLS
+        ClientHello on a non-TLS listener, or a SASL token past
+        sasl.server.max.receive.size, which Kafka counts as a failed
+        authentication ("Failing SASL authentication due to invalid receive size")."""
+        if not self.spec.tls and len(head) >= 3 and head[0] == 0x16 and head[1] == 0x03:
+            self.recorder.handshake_failed(self.spec.name, TLS_ON_PLAINTEXT)
+            log.warning(
+                "closing connection from %s: a TLS client on listener %s, which is %s",
+                conn.peer,
+                self.spec.name,
+                self.spec.protocol,
+            )
             return
-        self.recorder.handshake_failed(self.spec.name, TLS_ON_PLAINTEXT)
-        log.warning(
-            "closing connection from %s: a TLS client on listener %s, which is %s",
-            conn.peer,
-            self.spec.name,
-            self.spec.protocol,
-        )
+        sasl = conn.sasl
+        if sasl is not None and not sasl.authenticated:
+            sasl.oversized_token()

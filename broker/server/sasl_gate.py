@@ -10,7 +10,15 @@ hands every frame here until the connection is authenticated)::
                                                              size-prefixed)   |
     AUTHENTICATE: SaslAuthenticate requests until the mechanism completes -> COMPLETE
 
-    anything else before COMPLETE: the connection is closed without an answer
+    before AUTHENTICATE, any request but these two: closed at once, without an answer
+        (Kafka's InvalidRequestException "Unexpected Kafka request ... during SASL handshake")
+    in AUTHENTICATE, any other request: that API's error response with
+        ILLEGAL_SASL_STATE "Unexpected Kafka request of type <API> during SASL
+        authentication." after the failure delay, then closed (Kafka's
+        ``getErrorResponse``; APIs whose error response lists the request's
+        topics or partitions get no answer before the close, see
+        docs/deviations.md); an unknown API, a version we do not serve or an
+        unreadable body closes at once, as Kafka's ``parseRequest`` failing
     an unknown mechanism: UNSUPPORTED_SASL_MECHANISM, then closed
     a refused token: SASL_AUTHENTICATION_FAILED with a message that does not say
         whether the user exists; the answer goes out after
@@ -22,8 +30,12 @@ Sessions (KIP-368): with ``connections.max.reauth.ms`` (per mechanism with
 its listener prefix) or a credential that expires (an OAUTHBEARER token),
 SaslAuthenticate v1+ tells the client the session's lifetime; past it any
 request but SaslHandshake closes the connection, and a SaslHandshake begins
-re-authentication on the open connection (same mechanism, same principal,
-at most once a second), served here while other requests keep flowing.
+re-authentication on the open connection (same mechanism, same principal),
+served here while other requests keep flowing. A SaslHandshake less than a
+second after the last re-authentication began is not one: it goes the
+ordinary way (ILLEGAL_SASL_STATE from the handler, or the close of an
+expired session), as in Kafka's ``KafkaChannel.maybeBeginServerReauthentication``
+and ``SocketServer.Processor.processCompletedReceives``.
 """
 
 from __future__ import annotations
@@ -37,10 +49,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.errors import ErrorCode
 from broker.protocol import API_KEYS, DecodeError, decode_request, encode_response
+from broker.protocol.api_keys import ApiKey
 from broker.protocol.data import Data
 from broker.protocol.header import RequestHeader
-from broker.protocol.messages import SaslAuthenticateResponse, SaslHandshakeResponse
-from broker.security.sasl_mechanisms import AuthenticationFailed, SaslExchange
+from broker.protocol.messages import CODECS, SaslAuthenticateResponse, SaslHandshakeResponse
+from broker.security.sasl_mechanisms import AuthenticationFailed, SaslExchange, generic_failure
 from broker.server.connection import Outcome, ProtocolViolation, Segments
 
 if TYPE_CHECKING:
@@ -101,7 +114,6 @@ class SaslSession:
         "mechanism",
         "reauthenticating",
         "state",
-        "supports_reauth",
     )
 
     def __init__(self, listener: SaslListener) -> None:
@@ -115,7 +127,6 @@ class SaslSession:
         #: monotonic ns when the session ends (KIP-368), 0 for never
         self.expiry_ns = 0
         self.last_reauth_ns = 0
-        self.supports_reauth = False
 
     # ---- called by the dispatcher ---------------------------------------------------------------
 
@@ -142,25 +153,46 @@ class SaslSession:
             raise ProtocolViolation(f"unreadable request header from {conn.peer} before SASL")
         key = header.api_key
         if self.authenticated and not self.reauthenticating:
-            if key != SASL_HANDSHAKE:
+            if key == SASL_HANDSHAKE and self._may_reauthenticate():
+                return self._begin_reauth(frame, header, conn)
+            if self.expiry_ns and time.monotonic_ns() > self.expiry_ns:
                 self.listener.recorder.session_expired(self.listener.listener)
                 raise ProtocolViolation(
                     f"the SASL session of {conn.principal} from {conn.peer} expired"
                     " (connections.max.reauth.ms or the credential's lifetime)"
                 )
-            return self._begin_reauth(frame, header, conn)
+            return serve(header)
         if key == API_VERSIONS and self.state == HANDSHAKE_OR_VERSIONS:
             self.state = HANDSHAKE
             return serve(header)
         if key == SASL_HANDSHAKE and self.state in (HANDSHAKE_OR_VERSIONS, HANDSHAKE):
             return self._handshake(frame, header, conn)
-        if key == SASL_AUTHENTICATE and self.state == AUTHENTICATE:
-            return self._authenticate(frame, header, conn)
+        if self.state == AUTHENTICATE:
+            if key == SASL_AUTHENTICATE:
+                return self._authenticate(frame, header, conn)
+            return self._unexpected(frame, header, conn)
         api = API_KEYS.get(key)
         raise ProtocolViolation(
             f"{conn.peer} sent {api.name if api else f'API key {key}'} before authenticating"
             " (Kafka: Unexpected Kafka request during SASL handshake)"
         )
+
+    def _may_reauthenticate(self) -> bool:
+        """A SaslHandshake after authentication begins re-authentication when the
+        session has a lifetime and the last one began at least a second ago."""
+        if not self.expiry_ns:
+            return False
+        last = self.last_reauth_ns
+        return not last or time.monotonic_ns() - last >= MIN_REAUTH_INTERVAL_NS
+
+    def oversized_token(self) -> None:
+        """The connection refused a frame past ``max_receive`` before authentication
+        (and closes): a failed authentication."""
+        self.state = FAILED
+        self.exchange = None
+        listener = self.listener
+        mechanism = self.mechanism if self.mechanism in listener.mechanisms else "unknown"
+        listener.recorder.authenticated(listener.listener, mechanism, False)
 
     # ---- the steps -------------------------------------------------------------------------------
 
@@ -198,17 +230,22 @@ class SaslSession:
         return encode_response(header, response).segments
 
     def _begin_reauth(self, frame: memoryview, header: RequestHeader, conn: Connection) -> Outcome:
-        now = time.monotonic_ns()
-        if not self.supports_reauth or now - self.last_reauth_ns < MIN_REAUTH_INTERVAL_NS:
-            raise ProtocolViolation(f"{conn.peer} may not re-authenticate now")
-        self.last_reauth_ns = now
+        self.last_reauth_ns = time.monotonic_ns()
         request = self._decode(header, frame, conn)
         if request.mechanism != self.mechanism:
+            # Kafka's REAUTH_BAD_MECHANISM: the handshake fails as a re-authentication
+            log.info(
+                "re-authentication failed on listener %s from %s: mechanism %r instead of %s",
+                self.listener.listener,
+                conn.peer,
+                request.mechanism[:64],
+                self.mechanism,
+            )
             response = SaslHandshakeResponse(
                 error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM,
-                mechanisms=[self.mechanism],
+                mechanisms=list(self.listener.mechanisms),
             )
-            return self._fail(conn, request.mechanism, encode_response(header, response).segments)
+            return self._fail(conn, self.mechanism, encode_response(header, response).segments)
         self.reauthenticating = True
         self.state = AUTHENTICATE
         self.exchange = self.listener.exchanges[self.mechanism]()
@@ -217,25 +254,51 @@ class SaslSession:
         )
         return encode_response(header, response).segments
 
+    def _unexpected(self, frame: memoryview, header: RequestHeader, conn: Connection) -> Outcome:
+        """Not a SaslAuthenticate while one is expected: Kafka's
+        ``handleSaslToken`` parses the request and fails the authentication with
+        the API's error response (IllegalSaslStateException)."""
+        api = API_KEYS.get(header.api_key)
+        if api is None:
+            raise ProtocolViolation(
+                f"{conn.peer} sent API key {header.api_key} while authenticating"
+            )
+        self._decode(header, frame, conn)
+        message = (
+            f"Unexpected Kafka request of type {kafka_enum_name(api)} during SASL authentication."
+        )
+        log.info(
+            "authentication failed on listener %s from %s with %s: %s",
+            self.listener.listener,
+            conn.peer,
+            self.mechanism,
+            message,
+        )
+        response = illegal_state_response(api, header.api_version, message)
+        segments = None if response is None else encode_response(header, response).segments
+        return self._fail(conn, self.mechanism, segments)
+
     def _authenticate(self, frame: memoryview, header: RequestHeader, conn: Connection) -> Outcome:
         request = self._decode(header, frame, conn)
-        if header.api_version >= 1:
-            self.supports_reauth = True
         assert self.exchange is not None
         try:
             token = self.exchange.evaluate(bytes(request.auth_bytes))
             lifetime_ms = self._complete(conn) if self.exchange.complete else 0
         except AuthenticationFailed as exc:
             log.info(
-                "authentication failed on listener %s from %s with %s: %s",
+                "%s failed on listener %s from %s with %s: %s",
+                "re-authentication" if self.reauthenticating else "authentication",
                 self.listener.listener,
                 conn.peer,
                 self.mechanism,
                 exc,
             )
+            message = exc.client_message
+            if self.reauthenticating and message == generic_failure(self.mechanism):
+                message = generic_failure(self.mechanism, reauthenticating=True)
             response = SaslAuthenticateResponse(
                 error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
-                error_message=exc.client_message,
+                error_message=message,
                 auth_bytes=b"",
             )
             return self._fail(conn, self.mechanism, encode_response(header, response).segments)
@@ -269,9 +332,10 @@ class SaslSession:
         assert self.exchange is not None
         principal = "User:" + self.exchange.authorization_id
         if self.reauthenticating and principal != conn.principal:
+            # ReauthInfo.ensurePrincipalUnchanged prints type.name
             raise AuthenticationFailed(
-                f"Cannot change principals during re-authentication from {conn.principal}:"
-                f" {principal}"
+                "Cannot change principals during re-authentication from"
+                f" {conn.principal.replace(':', '.', 1)}: {principal.replace(':', '.', 1)}"
             )
         reauth_ms = self.listener.reauth_ms.get(self.mechanism, 0)
         lifetime_ms = 0
@@ -312,3 +376,31 @@ class SaslSession:
             return segments
 
         return later()
+
+
+def kafka_enum_name(api: ApiKey) -> str:
+    """``ApiKeys``' constant name as Java prints it: "Metadata" -> "METADATA",
+    "ApiVersions" -> "API_VERSIONS"."""
+    out = []
+    for i, ch in enumerate(api.name):
+        if ch.isupper() and i:
+            out.append("_")
+        out.append(ch.upper())
+    return "".join(out)
+
+
+def illegal_state_response(api: ApiKey, version: int, message: str) -> Data | None:
+    """The API's error response for ILLEGAL_SASL_STATE when its response carries
+    a top-level error code in ``version`` (and the message where it has one);
+    None for APIs whose error response repeats the request's topics or
+    partitions (Produce, Metadata, ListOffsets, CreateTopics, ...)."""
+    fields = {f.name: f for f in api.response.struct.fields}
+    code = fields.get("error_code")
+    if code is None or not code.present_in(version):
+        return None
+    response = CODECS[api.response.name].cls()
+    response.error_code = ErrorCode.ILLEGAL_SASL_STATE
+    text = fields.get("error_message")
+    if text is not None and text.present_in(version):
+        response.error_message = message
+    return response

@@ -121,6 +121,25 @@ def test_find_coordinator_answers_this_broker(gbroker, version):
     assert log.config.compacted
 
 
+@pytest.mark.parametrize("version", [3, 4])
+def test_find_coordinator_answers_the_requests_listener(gbroker, version):
+    """KafkaApis.getCoordinator: the coordinator's address on the listener the
+    request came in on (a SASL_SSL client must not be sent to an SSL port)."""
+    from broker.handlers.context import Endpoint
+
+    gbroker.context.advertised_listeners = {
+        "SSL": Endpoint("broker.example.com", 9093),
+        "SASL_SSL": Endpoint("broker.example.com", 9094),
+    }
+    gbroker.conn.listener_name = "SASL_SSL"
+    if version < 4:
+        resp = gbroker.call(FindCoordinatorRequest(key="g", key_type=0), version)
+        assert (resp.host, resp.port) == ("broker.example.com", 9094)
+    else:
+        resp = gbroker.call(FindCoordinatorRequest(key_type=0, coordinator_keys=["g"]), version)
+        assert [(c.host, c.port) for c in resp.coordinators] == [("broker.example.com", 9094)]
+
+
 @pytest.mark.parametrize("version", range(10))
 def test_join_group_every_version(gbroker, version):
     async def scenario():
