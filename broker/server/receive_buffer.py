@@ -15,9 +15,11 @@ announces: a connection gets its first buffer (``INITIAL_BUFFER_BYTES``)
 when its first bytes arrive (an idle connection holds none), and a frame
 that outgrows its buffer moves to one twice the size of what arrived of it
 (at most the frame's own size), so a peer announcing 100 MB and sending 12
-bytes costs 16 KiB; small frames that fill their buffer while still in flight
+bytes costs 16 KiB; frames that fill their buffer while still in flight
 (pipelining) get one twice as large next, up to ``STREAM_BUFFER_BYTES``
-(fewer buffers to replace). Buffers grown for large frames are pooled once no
+(fewer buffers to replace, and one read brings several frames, whose
+answers then go in one write: 16 KB requests pipelined 64 deep read and
+wrote once per request in buffers sized for one frame each). Buffers grown for large frames are pooled once no
 frame in flight points into them (``POOL_BUFFERS`` of at most
 ``POOL_BUFFER_BYTES``, while the broker's receive budget is at most half
 used) and a frame that does not fit where it starts goes straight into a
@@ -144,6 +146,11 @@ class ReceiveBuffers:
             if cap - end >= MIN_READ:
                 return True  # read more first: the move copies what arrived
             want = min(whole, max(INITIAL_BUFFER_BYTES, 2 * partial))
+            if pinned and whole <= STREAM_BUFFER_BYTES:
+                # frames in flight filled this buffer (pipelining): room for this frame
+                # and the ones behind it, so one read brings several and their answers
+                # go in one write; still at most twice the bytes that arrived in it
+                want = max(want, min(2 * cap, STREAM_BUFFER_BYTES))
             # a buffer outgrown by a frame is no use for the next frames of that size
             keep_old = cap >= whole
         else:
