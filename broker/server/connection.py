@@ -339,8 +339,9 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
         finally:
             self._cutting = False
         if self._slots and self._slots[0].done:
-            # the answers of the frames just cut, in one write (see _complete)
-            self._flush_ready()
+            # the answers of the frames just cut go in one write at the end of the
+            # loop iteration, with those of the other reads it makes (see _complete)
+            self._schedule_flush()
         self._after_input()
 
     def _max_frame(self) -> int:
@@ -432,11 +433,14 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
         if self._cutting or not first:
             return
         if later:
-            if not self._flush_scheduled:
-                self._flush_scheduled = True
-                asyncio.get_running_loop().call_soon(self._scheduled_flush)
+            self._schedule_flush()
             return
         self._flush_ready()
+
+    def _schedule_flush(self) -> None:
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._scheduled_flush)
 
     def _scheduled_flush(self) -> None:
         self._flush_scheduled = False
