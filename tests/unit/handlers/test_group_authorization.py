@@ -1,0 +1,325 @@
+"""The group APIs with an authorizer beyond the matrix's yes/no (``KafkaApisTest``'s
+group cases): mixed topics in OffsetCommit, OffsetFetch and OffsetDelete,
+the "all offsets" OffsetFetch leaving out topics the principal may not
+describe, ListGroups' filter, DescribeGroups' and DeleteGroups' answer order
+and KIP-430's authorized operations of a group."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from broker.errors import ErrorCode
+from broker.protocol.messages import (
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    ListGroupsRequest,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+)
+from broker.security.acl import AclOperation
+from tests.unit.handlers.conftest import InProcessBroker
+from tests.unit.handlers.test_authorization_matrix import (
+    ALICE,
+    AUTHORIZER,
+    CLUSTER,
+    DENY,
+    GAF,
+    GROUP,
+    GROUP_SETTINGS,
+    TAF,
+    TOPIC,
+    acl,
+    grant,
+)
+
+Op = AclOperation
+UNKNOWN = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+OMITTED = -(2**31)
+READ_BIT, DELETE_BIT, DESCRIBE_BIT = 1 << 3, 1 << 6, 1 << 8
+
+
+@pytest.fixture
+def secured(make_broker: Any) -> InProcessBroker:
+    b: InProcessBroker = make_broker(
+        authorizer_class_name=AUTHORIZER, super_users="User:admin", **GROUP_SETTINGS
+    )
+    b.replica_manager.create_topic("orders", 2, {})
+    b.replica_manager.create_topic("other", 1, {})
+    b.conn.principal = ALICE
+    return b
+
+
+def as_admin(b: InProcessBroker, request: Any, version: int) -> Any:
+    b.conn.principal = "User:admin"
+    try:
+        return b.call(request, version)
+    finally:
+        b.conn.principal = ALICE
+
+
+def commit_request(group: str, offsets: dict[str, list[int]]) -> Any:
+    return OffsetCommitRequest(
+        group_id=group,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        topics=[
+            OffsetCommitRequest.OffsetCommitRequestTopic(
+                name=t,
+                partitions=[
+                    OffsetCommitRequest.OffsetCommitRequestPartition(
+                        partition_index=p, committed_offset=10 + p
+                    )
+                    for p in ps
+                ],
+            )
+            for t, ps in offsets.items()
+        ],
+    )
+
+
+def codes(response: Any) -> dict[tuple[str, int], int]:
+    return {
+        (t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions
+    }
+
+
+def committed(b: InProcessBroker, group: str = "g") -> dict[tuple[str, int], int]:
+    shard = b.groups.shard_of(group)
+    return {
+        (t, p): om.committed_offset
+        for t, ps in shard.offsets.offsets.get(group, {}).items()
+        for p, om in ps.items()
+    }
+
+
+# ---- OffsetCommit -------------------------------------------------------------------------
+
+
+def test_offset_commit_with_unauthorized_and_unknown_topics(secured: InProcessBroker) -> None:
+    grant(
+        secured,
+        acl(GROUP, "g", Op.READ),
+        acl(TOPIC, "orders", Op.READ),
+        acl(TOPIC, "nope", Op.READ),
+    )
+    resp = secured.call(commit_request("g", {"orders": [0, 1, 7], "other": [0], "nope": [0]}), 8)
+    assert codes(resp) == {
+        ("orders", 0): ErrorCode.NONE,
+        ("orders", 1): ErrorCode.NONE,
+        ("orders", 7): UNKNOWN,
+        ("other", 0): TAF,
+        ("nope", 0): UNKNOWN,
+    }
+    assert committed(secured) == {("orders", 0): 10, ("orders", 1): 11}
+    family = secured.metrics.authorization_failure_family
+    assert family.labels("OffsetCommit", "Topic", "Read").value == 1
+
+
+def test_offset_commit_refused_group_stores_nothing(secured: InProcessBroker) -> None:
+    grant(secured, acl(TOPIC, "orders", Op.READ), acl(GROUP, "g", Op.DESCRIBE))
+    resp = secured.call(commit_request("g", {"orders": [0, 1]}), 9)
+    assert set(codes(resp).values()) == {GAF}
+    assert committed(secured) == {}
+    family = secured.metrics.authorization_failure_family
+    assert family.labels("OffsetCommit", "Group", "Read").value == 1
+
+
+# ---- OffsetFetch --------------------------------------------------------------------------
+
+
+def fetch_request(group: str, topics: dict[str, list[int]] | None) -> Any:
+    return OffsetFetchRequest(
+        groups=[
+            OffsetFetchRequest.OffsetFetchRequestGroup(
+                group_id=group,
+                topics=None
+                if topics is None
+                else [
+                    OffsetFetchRequest.OffsetFetchRequestTopics(name=t, partition_indexes=ps)
+                    for t, ps in topics.items()
+                ],
+            )
+        ]
+    )
+
+
+def test_offset_fetch_unauthorized_topics_come_last(secured: InProcessBroker) -> None:
+    as_admin(secured, commit_request("g", {"orders": [0], "other": [0]}), 8)
+    grant(secured, acl(GROUP, "g", Op.DESCRIBE), acl(TOPIC, "orders", Op.DESCRIBE))
+    (group,) = secured.call(fetch_request("g", {"other": [0], "orders": [0, 1]}), 8).groups
+    assert group.error_code == ErrorCode.NONE
+    assert [(t.name, [(p.partition_index, p.committed_offset, p.error_code)
+                      for p in t.partitions]) for t in group.topics] == [
+        ("orders", [(0, 10, ErrorCode.NONE), (1, -1, ErrorCode.NONE)]),
+        ("other", [(0, -1, TAF)]),
+    ]  # fmt: skip
+
+
+def test_offset_fetch_all_leaves_out_topics_not_describable(secured: InProcessBroker) -> None:
+    as_admin(secured, commit_request("g", {"orders": [0, 1], "other": [0]}), 8)
+    grant(secured, acl(GROUP, "g", Op.DESCRIBE), acl(TOPIC, "orders", Op.DESCRIBE))
+    (group,) = secured.call(fetch_request("g", None), 8).groups
+    assert group.error_code == ErrorCode.NONE
+    assert [t.name for t in group.topics] == ["orders"]
+    # a principal that may describe both sees both
+    (group,) = as_admin(secured, fetch_request("g", None), 8).groups
+    assert sorted(t.name for t in group.topics) == ["orders", "other"]
+
+
+@pytest.mark.parametrize("version", [1, 2, 7])
+def test_offset_fetch_single_group_versions(secured: InProcessBroker, version: int) -> None:
+    as_admin(secured, commit_request("g", {"orders": [0]}), 8)
+    req = OffsetFetchRequest(
+        group_id="g",
+        topics=[OffsetFetchRequest.OffsetFetchRequestTopic(name="orders", partition_indexes=[0])],
+    )
+    resp = secured.call(req, version)
+    if version >= 2:
+        assert (resp.error_code, resp.topics) == (GAF, [])
+    else:  # no top-level error before v2: on each asked-for partition
+        ((p,),) = [t.partitions for t in resp.topics]
+        assert (p.committed_offset, p.error_code) == (-1, GAF)
+    grant(secured, acl(GROUP, "g", Op.DESCRIBE))
+    resp = secured.call(req, version)
+    ((p,),) = [t.partitions for t in resp.topics]
+    assert (p.committed_offset, p.error_code) == (-1, TAF)
+    grant(secured, acl(TOPIC, "orders", Op.DESCRIBE))
+    resp = secured.call(req, version)
+    ((p,),) = [t.partitions for t in resp.topics]
+    assert (p.committed_offset, p.error_code) == (10, ErrorCode.NONE)
+
+
+def test_offset_fetch_batch_answers_each_group(secured: InProcessBroker) -> None:
+    grant(secured, acl(GROUP, "a", Op.DESCRIBE), acl(TOPIC, "orders", Op.DESCRIBE))
+    req = OffsetFetchRequest(
+        groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id=g, topics=None) for g in "ab"]
+    )
+    groups = secured.call(req, 8).groups
+    assert [(g.group_id, g.error_code) for g in groups] == [("a", ErrorCode.NONE), ("b", GAF)]
+
+
+# ---- OffsetDelete -------------------------------------------------------------------------
+
+
+def test_offset_delete_mixed_topics(secured: InProcessBroker) -> None:
+    as_admin(secured, commit_request("g", {"orders": [0, 1], "other": [0]}), 8)
+    grant(secured, acl(GROUP, "g", Op.DELETE), acl(TOPIC, "orders", Op.READ))
+    req = OffsetDeleteRequest(
+        group_id="g",
+        topics=[
+            OffsetDeleteRequest.OffsetDeleteRequestTopic(
+                name=t,
+                partitions=[
+                    OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=i) for i in ps
+                ],
+            )
+            for t, ps in (("other", [0]), ("orders", [0, 9]), ("gone", [0]))
+        ],
+    )
+    resp = secured.call(req, 0)
+    assert resp.error_code == ErrorCode.NONE
+    assert [(t.name, [(p.partition_index, p.error_code) for p in t.partitions])
+            for t in resp.topics] == [
+        ("other", [(0, TAF)]),
+        ("orders", [(9, UNKNOWN), (0, ErrorCode.NONE)]),
+        ("gone", [(0, TAF)]),
+    ]  # fmt: skip
+    assert committed(secured) == {("orders", 1): 11, ("other", 0): 10}
+
+
+def test_offset_delete_group_error_replaces_partitions(secured: InProcessBroker) -> None:
+    grant(secured, acl(GROUP, "missing", Op.DELETE))
+    req = OffsetDeleteRequest(
+        group_id="missing",
+        topics=[
+            OffsetDeleteRequest.OffsetDeleteRequestTopic(
+                name="other",
+                partitions=[OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=0)],
+            )
+        ],
+    )
+    resp = secured.call(req, 0)
+    assert (resp.error_code, resp.topics) == (ErrorCode.GROUP_ID_NOT_FOUND, [])
+
+
+# ---- ListGroups / DescribeGroups / DeleteGroups --------------------------------------------
+
+
+def make_groups(b: InProcessBroker, *names: str) -> None:
+    for name in names:
+        as_admin(b, commit_request(name, {"orders": [0]}), 8)
+
+
+def listed(b: InProcessBroker) -> list[str]:
+    resp = b.call(ListGroupsRequest(states_filter=[], types_filter=[]), 5)
+    assert resp.error_code == ErrorCode.NONE
+    return sorted(g.group_id for g in resp.groups)
+
+
+def test_list_groups_shows_describable_groups(secured: InProcessBroker) -> None:
+    make_groups(secured, "a", "b", "c")
+    assert listed(secured) == []
+    grant(secured, acl(GROUP, "a", Op.DESCRIBE), acl(GROUP, "c", Op.READ))
+    assert listed(secured) == ["a", "c"]  # READ implies DESCRIBE
+    grant(secured, acl(GROUP, "a", Op.DESCRIBE, DENY))
+    assert listed(secured) == ["c"]
+    # silent: the client asked for a list, not for these groups
+    family = secured.metrics.authorization_failure_family
+    assert family.labels("ListGroups", "Group", "Describe").value == 0
+    assert family.labels("ListGroups", "Cluster", "Describe").value == 0
+
+
+def test_list_groups_with_cluster_describe_shows_every_group(secured: InProcessBroker) -> None:
+    make_groups(secured, "a", "b")
+    grant(secured, acl(CLUSTER, "kafka-cluster", Op.DESCRIBE), acl(GROUP, "a", Op.DESCRIBE, DENY))
+    assert listed(secured) == ["a", "b"]
+
+
+def test_describe_groups_refused_first_and_authorized_operations(secured: InProcessBroker) -> None:
+    make_groups(secured, "a", "b")
+    grant(
+        secured, acl(GROUP, "a", Op.READ), acl(GROUP, "b", Op.DESCRIBE), acl(GROUP, "b", Op.DELETE)
+    )
+    req = DescribeGroupsRequest(groups=["a", "x", "b"], include_authorized_operations=True)
+    groups = secured.call(req, 5).groups
+    assert [(g.group_id, g.error_code) for g in groups] == [
+        ("x", GAF),
+        ("a", ErrorCode.NONE),
+        ("b", ErrorCode.NONE),
+    ]
+    ops = {g.group_id: g.authorized_operations for g in groups}
+    assert ops == {"x": OMITTED, "a": READ_BIT | DESCRIBE_BIT, "b": DESCRIBE_BIT | DELETE_BIT}
+    # not asked for (or v0-2): Kafka's "omitted" value
+    for version, asked in ((5, False), (2, True)):
+        req = DescribeGroupsRequest(groups=["a"], include_authorized_operations=asked)
+        (g,) = secured.call(req, version).groups
+        assert g.authorized_operations == OMITTED
+
+
+def test_describe_groups_without_authorizer_gives_every_group_operation(
+    make_broker: Any,
+) -> None:
+    b: InProcessBroker = make_broker(**GROUP_SETTINGS)
+    req = DescribeGroupsRequest(groups=["g"], include_authorized_operations=True)
+    (g,) = b.call(req, 5).groups
+    assert (g.group_state, g.authorized_operations) == (
+        "Dead",
+        READ_BIT | DESCRIBE_BIT | DELETE_BIT,
+    )
+
+
+def test_delete_groups_refused_answered_after_the_others(secured: InProcessBroker) -> None:
+    make_groups(secured, "a", "b")
+    grant(secured, acl(GROUP, "b", Op.DELETE))
+    resp = secured.call(DeleteGroupsRequest(groups_names=["a", "b", "a", "z"]), 2)
+    assert [(r.group_id, r.error_code) for r in resp.results] == [
+        ("b", ErrorCode.NONE),
+        ("a", GAF),
+        ("z", GAF),
+    ]
+    assert listed(secured) == []
+    grant(secured, acl(CLUSTER, "kafka-cluster", Op.DESCRIBE))
+    assert listed(secured) == ["a"]
