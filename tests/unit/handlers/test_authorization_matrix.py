@@ -34,13 +34,9 @@ from broker.protocol.messages import (
     HeartbeatRequest,
     IncrementalAlterConfigsRequest,
     InitProducerIdRequest,
-    JoinGroupRequest,
     LeaveGroupRequest,
     ListOffsetsRequest,
     MetadataRequest,
-    OffsetCommitRequest,
-    OffsetDeleteRequest,
-    OffsetFetchRequest,
     OffsetForLeaderEpochRequest,
     SyncGroupRequest,
 )
@@ -55,8 +51,13 @@ from broker.security.acl import (
     ResourcePattern,
     ResourceType,
 )
-from tests.unit.groups.context import protocols
 from tests.unit.handlers.conftest import InProcessBroker
+from tests.unit.handlers.group_requests import (
+    join_group_request,
+    offset_commit_request,
+    offset_delete_request,
+    offset_fetch_request,
+)
 from tests.unit.handlers.test_produce_fetch import fetch, produce
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -100,15 +101,21 @@ def batch(n: int = 3) -> bytes:
     )
 
 
-@pytest.fixture
-def secured(make_broker: Any) -> InProcessBroker:
+def secured_broker(make_broker: Any, orders_partitions: int = 1) -> InProcessBroker:
+    """A broker with the standard authorizer, super user ``User:admin``, topics
+    "orders" and "other", and alice's connection."""
     b: InProcessBroker = make_broker(
         authorizer_class_name=AUTHORIZER, super_users="User:admin", **GROUP_SETTINGS
     )
-    b.replica_manager.create_topic("orders", 1, {})
+    b.replica_manager.create_topic("orders", orders_partitions, {})
     b.replica_manager.create_topic("other", 1, {})
     b.conn.principal = ALICE
     return b
+
+
+@pytest.fixture
+def secured(make_broker: Any) -> InProcessBroker:
+    return secured_broker(make_broker)
 
 
 # ---- the cases ------------------------------------------------------------------------------
@@ -306,15 +313,7 @@ def delete_acls_code(b: InProcessBroker) -> int:
 
 
 def join_group_code(b: InProcessBroker) -> int:
-    req = JoinGroupRequest(
-        group_id="g1",
-        session_timeout_ms=10_000,
-        rebalance_timeout_ms=10_000,
-        member_id="",
-        protocol_type="consumer",
-        protocols=protocols("range"),
-    )
-    resp = b.call(req, 5)
+    resp = b.call(join_group_request("g1"), 5)
     if resp.error_code == GAF:
         assert (resp.member_id, resp.generation_id, resp.leader) == ("", -1, "")
     return int(resp.error_code)
@@ -347,39 +346,14 @@ def leave_group_code(b: InProcessBroker) -> int:
 
 
 def offset_commit_code(b: InProcessBroker) -> int:
-    req = OffsetCommitRequest(
-        group_id="g1",
-        generation_id_or_member_epoch=-1,
-        member_id="",
-        topics=[
-            OffsetCommitRequest.OffsetCommitRequestTopic(
-                name="orders",
-                partitions=[
-                    OffsetCommitRequest.OffsetCommitRequestPartition(
-                        partition_index=0, committed_offset=5
-                    )
-                ],
-            )
-        ],
-    )
-    ((p,),) = [t.partitions for t in b.call(req, 9).topics]
+    ((p,),) = [
+        t.partitions for t in b.call(offset_commit_request("g1", {"orders": {0: 5}}), 9).topics
+    ]
     return int(p.error_code)
 
 
 def offset_fetch(b: InProcessBroker) -> Any:
-    req = OffsetFetchRequest(
-        groups=[
-            OffsetFetchRequest.OffsetFetchRequestGroup(
-                group_id="g1",
-                topics=[
-                    OffsetFetchRequest.OffsetFetchRequestTopics(
-                        name="orders", partition_indexes=[0]
-                    )
-                ],
-            )
-        ]
-    )
-    (group,) = b.call(req, 8).groups
+    (group,) = b.call(offset_fetch_request("g1", {"orders": [0]}), 8).groups
     return group
 
 
@@ -411,16 +385,7 @@ def delete_groups_code(b: InProcessBroker) -> int:
 
 
 def offset_delete(b: InProcessBroker) -> Any:
-    req = OffsetDeleteRequest(
-        group_id="g1",
-        topics=[
-            OffsetDeleteRequest.OffsetDeleteRequestTopic(
-                name="orders",
-                partitions=[OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=0)],
-            )
-        ],
-    )
-    return b.call(req, 0)
+    return b.call(offset_delete_request("g1", {"orders": [0]}), 0)
 
 
 def offset_delete_group_code(b: InProcessBroker) -> int:

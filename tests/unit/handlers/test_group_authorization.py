@@ -15,15 +15,17 @@ from broker.protocol.messages import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     ListGroupsRequest,
-    OffsetCommitRequest,
-    OffsetDeleteRequest,
     OffsetFetchRequest,
 )
 from broker.security.acl import AclOperation
 from tests.unit.handlers.conftest import InProcessBroker
+from tests.unit.handlers.group_requests import (
+    offset_commit_request,
+    offset_delete_request,
+    offset_fetch_request,
+)
 from tests.unit.handlers.test_authorization_matrix import (
     ALICE,
-    AUTHORIZER,
     CLUSTER,
     DENY,
     GAF,
@@ -33,6 +35,7 @@ from tests.unit.handlers.test_authorization_matrix import (
     TOPIC,
     acl,
     grant,
+    secured_broker,
 )
 
 Op = AclOperation
@@ -43,13 +46,7 @@ READ_BIT, DELETE_BIT, DESCRIBE_BIT = 1 << 3, 1 << 6, 1 << 8
 
 @pytest.fixture
 def secured(make_broker: Any) -> InProcessBroker:
-    b: InProcessBroker = make_broker(
-        authorizer_class_name=AUTHORIZER, super_users="User:admin", **GROUP_SETTINGS
-    )
-    b.replica_manager.create_topic("orders", 2, {})
-    b.replica_manager.create_topic("other", 1, {})
-    b.conn.principal = ALICE
-    return b
+    return secured_broker(make_broker, orders_partitions=2)
 
 
 def as_admin(b: InProcessBroker, request: Any, version: int) -> Any:
@@ -61,23 +58,8 @@ def as_admin(b: InProcessBroker, request: Any, version: int) -> Any:
 
 
 def commit_request(group: str, offsets: dict[str, list[int]]) -> Any:
-    return OffsetCommitRequest(
-        group_id=group,
-        generation_id_or_member_epoch=-1,
-        member_id="",
-        topics=[
-            OffsetCommitRequest.OffsetCommitRequestTopic(
-                name=t,
-                partitions=[
-                    OffsetCommitRequest.OffsetCommitRequestPartition(
-                        partition_index=p, committed_offset=10 + p
-                    )
-                    for p in ps
-                ],
-            )
-            for t, ps in offsets.items()
-        ],
-    )
+    """A simple commit of offset 10 + p to each listed partition p."""
+    return offset_commit_request(group, {t: {p: 10 + p for p in ps} for t, ps in offsets.items()})
 
 
 def codes(response: Any) -> dict[tuple[str, int], int]:
@@ -130,20 +112,7 @@ def test_offset_commit_refused_group_stores_nothing(secured: InProcessBroker) ->
 # ---- OffsetFetch --------------------------------------------------------------------------
 
 
-def fetch_request(group: str, topics: dict[str, list[int]] | None) -> Any:
-    return OffsetFetchRequest(
-        groups=[
-            OffsetFetchRequest.OffsetFetchRequestGroup(
-                group_id=group,
-                topics=None
-                if topics is None
-                else [
-                    OffsetFetchRequest.OffsetFetchRequestTopics(name=t, partition_indexes=ps)
-                    for t, ps in topics.items()
-                ],
-            )
-        ]
-    )
+fetch_request = offset_fetch_request
 
 
 def test_offset_fetch_unauthorized_topics_come_last(secured: InProcessBroker) -> None:
@@ -207,18 +176,7 @@ def test_offset_fetch_batch_answers_each_group(secured: InProcessBroker) -> None
 def test_offset_delete_mixed_topics(secured: InProcessBroker) -> None:
     as_admin(secured, commit_request("g", {"orders": [0, 1], "other": [0]}), 8)
     grant(secured, acl(GROUP, "g", Op.DELETE), acl(TOPIC, "orders", Op.READ))
-    req = OffsetDeleteRequest(
-        group_id="g",
-        topics=[
-            OffsetDeleteRequest.OffsetDeleteRequestTopic(
-                name=t,
-                partitions=[
-                    OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=i) for i in ps
-                ],
-            )
-            for t, ps in (("other", [0]), ("orders", [0, 9]), ("gone", [0]))
-        ],
-    )
+    req = offset_delete_request("g", {"other": [0], "orders": [0, 9], "gone": [0]})
     resp = secured.call(req, 0)
     assert resp.error_code == ErrorCode.NONE
     assert [(t.name, [(p.partition_index, p.error_code) for p in t.partitions])
@@ -232,16 +190,7 @@ def test_offset_delete_mixed_topics(secured: InProcessBroker) -> None:
 
 def test_offset_delete_group_error_replaces_partitions(secured: InProcessBroker) -> None:
     grant(secured, acl(GROUP, "missing", Op.DELETE))
-    req = OffsetDeleteRequest(
-        group_id="missing",
-        topics=[
-            OffsetDeleteRequest.OffsetDeleteRequestTopic(
-                name="other",
-                partitions=[OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=0)],
-            )
-        ],
-    )
-    resp = secured.call(req, 0)
+    resp = secured.call(offset_delete_request("missing", {"other": [0]}), 0)
     assert (resp.error_code, resp.topics) == (ErrorCode.GROUP_ID_NOT_FOUND, [])
 
 

@@ -11,23 +11,25 @@ The options are ``kafka-consumer-groups.sh``'s, the actions sub-commands::
         [--dry-run | --execute]
 
 It talks to a running broker (or any Kafka) through the protocol
-(``broker/admin_client.py``). ``describe`` prints Kafka's columns (GROUP
-TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST
-CLIENT-ID). ``reset-offsets`` needs an inactive group (Empty or Dead), as
-Kafka's tool; without ``--execute`` it only prints the plan (``--dry-run``
-is the default). New offsets are clamped to the partition's earliest and
-latest offsets, as Kafka's tool clamps them.
+(``admin/groups.py`` on ``admin/client.py``, the client ``broker acls``
+uses). ``describe`` prints Kafka's columns (GROUP TOPIC PARTITION
+CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID).
+``reset-offsets`` needs an inactive group (Empty or Dead), as Kafka's
+tool; without ``--execute`` it only prints the plan (``--dry-run`` is the
+default). New offsets are clamped to the partition's earliest and latest
+offsets, as Kafka's tool clamps them.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import sys
 from typing import TextIO
 
-from broker.admin_client import EARLIEST, LATEST, AdminClient, AdminError
-from broker.errors import ErrorCode
+from broker.admin.client import AdminClientError, BrokerRefused, error_name
+from broker.admin.groups import EARLIEST, LATEST, GroupAdmin
 
 _ASSIGNMENT_TOPICS = 6  # ConsumerProtocolAssignment: version INT16, then [topic [partition]]
 
@@ -100,7 +102,7 @@ def _assigned(assignment: bytes) -> list[tuple[str, int]]:
     return out
 
 
-def describe(admin: AdminClient, group: str, out: TextIO) -> None:
+def describe(admin: GroupAdmin, group: str, out: TextIO) -> None:
     described = admin.describe_group(group)
     committed = admin.committed(group)
     owners: dict[tuple[str, int], tuple[str, str, str]] = {}
@@ -126,7 +128,7 @@ def describe(admin: AdminClient, group: str, out: TextIO) -> None:
     _table(out, [*header, "CONSUMER-ID", "HOST", "CLIENT-ID"], rows)
 
 
-def plan_reset(admin: AdminClient, args: argparse.Namespace) -> dict[tuple[str, int], int]:
+def plan_reset(admin: GroupAdmin, args: argparse.Namespace) -> dict[tuple[str, int], int]:
     committed = admin.committed(args.group)
     if args.all_topics:
         chosen = sorted(set(committed))
@@ -157,7 +159,7 @@ def plan_reset(admin: AdminClient, args: argparse.Namespace) -> dict[tuple[str, 
     return {tp: min(max(wanted[tp], earliest[tp]), latest[tp]) for tp in chosen}
 
 
-def reset_offsets(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> int:
+def reset_offsets(admin: GroupAdmin, args: argparse.Namespace, out: TextIO) -> int:
     state = admin.describe_group(args.group).group_state
     if state not in ("Empty", "Dead"):
         print(
@@ -173,34 +175,32 @@ def reset_offsets(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> 
         failed = {tp: c for tp, c in codes.items() if c}
         if failed:
             for (t, p), c in sorted(failed.items()):
-                print(f"Error: {t}-{p}: {ErrorCode(c).name}", file=sys.stderr)
+                print(f"Error: {t}-{p}: {error_name(c)}", file=sys.stderr)
             return 1
     _table(out, ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], rows)
     return 0
 
 
+def execute(admin: GroupAdmin, args: argparse.Namespace, out: TextIO) -> int:
+    """One action against the broker behind ``admin``; its exit status."""
+    if args.action == "list":
+        for group_id in sorted(g.group_id for g in admin.list_groups(args.state)):
+            print(group_id, file=out)
+        return 0
+    if args.action == "describe":
+        describe(admin, args.group, out)
+        return 0
+    if args.action == "delete":
+        admin.delete_group(args.group)
+        print(f"Deletion of requested consumer groups ('{args.group}') was successful.", file=out)
+        return 0
+    return reset_offsets(admin, args, out)
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    stream = out or sys.stdout
     try:
-        with AdminClient(args.bootstrap_server, args.timeout) as admin:
-            if args.action == "list":
-                groups = admin.list_groups(args.state)
-                for group_id in sorted(g.group_id for g in groups):
-                    print(group_id, file=stream)
-                return 0
-            if args.action == "describe":
-                describe(admin, args.group, stream)
-                return 0
-            if args.action == "delete":
-                code = admin.delete_group(args.group)
-                if code:
-                    print(f"Error: Deletion of group '{args.group}' failed: "
-                          f"{ErrorCode(code).name}", file=sys.stderr)  # fmt: skip
-                    return 1
-                print(f"Deletion of requested consumer groups ('{args.group}') was successful.",
-                      file=stream)  # fmt: skip
-                return 0
-            return reset_offsets(admin, args, stream)
-    except (AdminError, OSError, ValueError) as exc:
+        with contextlib.closing(GroupAdmin.connect(args.bootstrap_server, args.timeout)) as admin:
+            return execute(admin, args, out or sys.stdout)
+    except (AdminClientError, BrokerRefused, ValueError) as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
