@@ -31,11 +31,13 @@ def test_roundtrip(name, version, data):
 
 
 def test_every_version_is_covered():
-    # 30 APIs, request and response each: Kafka 3.9's version counts
+    # 32 APIs, request and response each: Kafka 3.9's version counts
     base = 12 + 18 + 10 + 13 + 7 + 5 + 8 + 7 + 3 + 6 + 5 + 5 + 3 + 5 + 4 + 2 + 2
     # DescribeAcls, CreateAcls, DeleteAcls
     acls = 4 + 4 + 4
     # JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete,
     # DescribeGroups, ListGroups, DeleteGroups
     groups = 10 + 6 + 5 + 6 + 10 + 10 + 1 + 6 + 6 + 3
-    assert len(CASES) == 2 * (base + acls + groups)
+    # ConsumerGroupHeartbeat, ConsumerGroupDescribe (Kafka 4.0)
+    consumer_groups = 2 + 2
+    assert len(CASES) == 2 * (base + acls + groups + consumer_groups)

@@ -37,6 +37,9 @@ EXPECTED = {
     # never flexible: Versions(0, -1), whose low bound is 0
     47: ("OffsetDelete", 0, 0, 0),
     60: ("DescribeCluster", 0, 1, 0),
+    # KIP-848, as Kafka 4.0 serves them
+    68: ("ConsumerGroupHeartbeat", 0, 1, 0),
+    69: ("ConsumerGroupDescribe", 0, 1, 0),
 }
 
 
