@@ -20,8 +20,9 @@ none for an error; we list the requested ones so a v0/v1 client sees the
 error: docs/deviations.md). v0 (ZooKeeper-stored in Kafka) reads the same
 offsets as v1 here. v3+ throttle_time_ms. v5+ committed_leader_epoch.
 v6+ flexible. v7+ require_stable (no transactions here: always stable).
-v8+ batches groups. v9+ member_id / member_epoch (KIP-848; not checked for
-classic groups, as Kafka).
+v8+ batches groups. v9+ member_id / member_epoch (KIP-848): for a consumer
+group a member must be known (UNKNOWN_MEMBER_ID) at its current epoch
+(STALE_MEMBER_EPOCH); not checked for classic groups, as Kafka.
 """
 
 from __future__ import annotations
@@ -40,7 +41,14 @@ class OffsetFetchHandler(RequestHandler):
     MIN_VERSION = 0
     MAX_VERSION = 9
 
-    def _group(self, ctx: RequestContext, group_id: str, topics: list[Data] | None) -> Data:
+    def _group(
+        self,
+        ctx: RequestContext,
+        group_id: str,
+        topics: list[Data] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
+    ) -> Data:
         if not self.authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
             return OffsetFetchResponse.OffsetFetchResponseGroup(
                 group_id=group_id, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED
@@ -50,7 +58,7 @@ class OffsetFetchHandler(RequestHandler):
         )
         asked = None if topics is None else [t for t in topics if t.name in describable]
         try:
-            group = coordinator(self.broker).fetch_offsets(group_id, asked)
+            group = coordinator(self.broker).fetch_offsets(group_id, asked, member_id, member_epoch)
         except KafkaError as exc:
             return OffsetFetchResponse.OffsetFetchResponseGroup(
                 group_id=group_id, error_code=exc.code
@@ -84,7 +92,10 @@ class OffsetFetchHandler(RequestHandler):
     def handle(self, ctx: RequestContext, request: Data) -> Reply:
         version = ctx.header.api_version
         if version >= 8:
-            groups = [self._group(ctx, g.group_id, g.topics) for g in request.groups]
+            groups = [
+                self._group(ctx, g.group_id, g.topics, g.member_id, g.member_epoch)
+                for g in request.groups
+            ]
             for g in groups:
                 ctx.count_error(g.error_code)
             return OffsetFetchResponse(groups=groups)

@@ -25,10 +25,12 @@ from broker.coordinator.group.classic_group import (
     GroupState,
     reset_assignments,
 )
+from broker.coordinator.group.consumer.records import group_tombstones as consumer_group_tombstones
 from broker.coordinator.group.errors import GroupError, append_error_to_response_error
 from broker.coordinator.group.member import EMPTY_ASSIGNMENT, ClassicGroupMember, Protocols
 from broker.coordinator.group.rebalance import RebalanceOps, heartbeat_key
 from broker.coordinator.group.records import (
+    Record,
     empty_group_metadata_record,
     group_metadata_record,
 )
@@ -79,6 +81,28 @@ class ClassicGroupManager(RebalanceOps):
         reply: Reply[Data] = Reply()
         group_id, member_id = request.group_id, request.member_id
         unknown = member_id == UNKNOWN_MEMBER_ID
+        records: list[Record] = []
+        consumer = self.consumer_groups.get(group_id)
+        if consumer is not None:
+            if not consumer.is_empty:
+                # Kafka would take a classic member into the consumer group (online
+                # migration); with the migration policy "disabled" the group refuses it
+                log.info(
+                    "[GroupId %s] A classic member cannot join the consumer group %s: mixed "
+                    "groups are not served (group.consumer.migration.policy=disabled).",
+                    group_id,
+                    group_id,
+                )
+                reply.complete(
+                    JoinGroupResponse(
+                        member_id=UNKNOWN_MEMBER_ID,
+                        error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                    )
+                )
+                return reply
+            # an empty consumer group gives way (Kafka's maybeDeleteEmptyConsumerGroup)
+            records = consumer_group_tombstones(group_id, ())
+            self.remove_consumer_group(group_id)
         is_new_group = group_id not in self.groups
         try:
             group = self.get_or_create_group(group_id, unknown)
@@ -107,7 +131,7 @@ class ClassicGroupManager(RebalanceOps):
                     if self.groups.get(group_id) is group:
                         self.remove_group(group_id)  # the group was never committed
 
-            self.write([empty_group_metadata_record(group)], reverted)
+            self.write([*records, empty_group_metadata_record(group)], reverted)
         return reply
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:

@@ -20,6 +20,8 @@ import pytest
 from broker.errors import ErrorCode
 from broker.protocol.messages import (
     AlterConfigsRequest,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
     CreateAclsRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
@@ -403,6 +405,19 @@ def offset_delete_topic_code(b: InProcessBroker) -> int:
     return int(p.error_code)
 
 
+def consumer_group_heartbeat_code(b: InProcessBroker) -> int:
+    req = ConsumerGroupHeartbeatRequest(
+        group_id="g1", member_id="m", member_epoch=0, rebalance_timeout_ms=5000,
+        subscribed_topic_names=["orders"], topic_partitions=[],
+    )  # fmt: skip
+    return int(b.call(req, 1).error_code)
+
+
+def consumer_group_describe_code(b: InProcessBroker) -> int:
+    (g,) = b.call(ConsumerGroupDescribeRequest(group_ids=["g1"]), 1).groups
+    return int(g.error_code)
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -535,6 +550,14 @@ CASES = [
         "OffsetDelete-group",
         offset_delete_group_code,
         ((TOPIC, "orders", Op.READ), (GROUP, "g1", Op.DELETE)),
+        GAF,
+        ErrorCode.GROUP_ID_NOT_FOUND,
+    ),
+    Case("ConsumerGroupHeartbeat", consumer_group_heartbeat_code, ((GROUP, "g1", Op.READ),), GAF),
+    Case(
+        "ConsumerGroupDescribe",
+        consumer_group_describe_code,
+        ((GROUP, "g1", Op.DESCRIBE),),
         GAF,
         ErrorCode.GROUP_ID_NOT_FOUND,
     ),

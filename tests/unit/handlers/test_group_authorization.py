@@ -272,3 +272,19 @@ def test_delete_groups_refused_answered_after_the_others(secured: InProcessBroke
     assert listed(secured) == []
     grant(secured, acl(CLUSTER, "kafka-cluster", Op.DESCRIBE))
     assert listed(secured) == ["a"]
+
+
+def test_consumer_group_describe_refused_first_and_authorized_operations(
+    secured: InProcessBroker,
+) -> None:
+    from broker.protocol.messages import ConsumerGroupDescribeRequest
+
+    grant(secured, acl(GROUP, "a", Op.READ))
+    req = ConsumerGroupDescribeRequest(group_ids=["a", "x"], include_authorized_operations=True)
+    groups = secured.call(req, 1).groups
+    assert [(g.group_id, g.error_code) for g in groups] == [
+        ("x", GAF),
+        ("a", ErrorCode.GROUP_ID_NOT_FOUND),
+    ]
+    # operations only for a group described without error
+    assert [g.authorized_operations for g in groups] == [OMITTED, OMITTED]
