@@ -31,8 +31,6 @@ from typing import TextIO
 from broker.admin.client import AdminClientError, BrokerRefused, error_name
 from broker.admin.groups import EARLIEST, LATEST, GroupAdmin
 
-_ASSIGNMENT_TOPICS = 6  # ConsumerProtocolAssignment: version INT16, then [topic [partition]]
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -81,34 +79,13 @@ def _table(out: TextIO, header: list[str], rows: list[list[object]]) -> None:
         print(" ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip(), file=out)
 
 
-def _assigned(assignment: bytes) -> list[tuple[str, int]]:
-    """The partitions of a consumer protocol assignment (empty if it is not one)."""
-    out: list[tuple[str, int]] = []
-    try:
-        pos = 2
-        n = int.from_bytes(assignment[pos : pos + 4], "big", signed=True)
-        pos += 4
-        for _ in range(max(n, 0)):
-            length = int.from_bytes(assignment[pos : pos + 2], "big")
-            topic = assignment[pos + 2 : pos + 2 + length].decode()
-            pos += 2 + length
-            count = int.from_bytes(assignment[pos : pos + 4], "big", signed=True)
-            pos += 4
-            for _ in range(max(count, 0)):
-                out.append((topic, int.from_bytes(assignment[pos : pos + 4], "big", signed=True)))
-                pos += 4
-    except (UnicodeDecodeError, IndexError):
-        return []
-    return out
-
-
 def describe(admin: GroupAdmin, group: str, out: TextIO) -> None:
     described = admin.describe_group(group)
     committed = admin.committed(group)
     owners: dict[tuple[str, int], tuple[str, str, str]] = {}
     for m in described.members:
-        for tp in _assigned(bytes(m.member_assignment)):
-            owners[tp] = (m.member_id, m.client_host, m.client_id)
+        for tp in m.partitions:
+            owners[tp] = (m.member_id, m.host, m.client_id)
     partitions = sorted(set(committed) | set(owners))
     ends = admin.list_offsets(dict.fromkeys(partitions, LATEST)) if partitions else {}
     rows: list[list[object]] = []
@@ -118,7 +95,7 @@ def describe(admin: GroupAdmin, group: str, out: TextIO) -> None:
         owner = owners.get(tp, ("-", "-", "-"))
         lag = "-" if current is None else max(end - current, 0)
         rows.append([group, tp[0], tp[1], "-" if current is None else current, end, lag, *owner])
-    state = described.group_state
+    state = described.state
     if state == "Dead":
         print(f"Consumer group '{group}' does not exist.", file=out)
         return
@@ -160,7 +137,7 @@ def plan_reset(admin: GroupAdmin, args: argparse.Namespace) -> dict[tuple[str, i
 
 
 def reset_offsets(admin: GroupAdmin, args: argparse.Namespace, out: TextIO) -> int:
-    state = admin.describe_group(args.group).group_state
+    state = admin.describe_group(args.group).state
     if state not in ("Empty", "Dead"):
         print(
             f"Error: Assignments can only be reset if the group '{args.group}' is inactive, "

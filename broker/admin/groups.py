@@ -5,7 +5,8 @@ Each operation is one request (Kafka's ``Admin`` calls, the ones
 speak within the range the code builds::
 
     list_groups     ListGroups v0-5 (a state filter needs v4+)   bootstrap
-    describe_group  DescribeGroups v0-5                           the group's coordinator
+    describe_group  ConsumerGroupDescribe v0-1, then (a classic   the group's coordinator
+                    group: GROUP_ID_NOT_FOUND) DescribeGroups v0-5
     delete_group    DeleteGroups v0-2                             the group's coordinator
     committed       OffsetFetch v2-8 (every offset of the group)  the group's coordinator
     commit          OffsetCommit v1-8, a simple commit            the group's coordinator
@@ -19,9 +20,14 @@ raises :class:`BrokerRefused` (Kafka's code name in its text).
 
 from __future__ import annotations
 
-from broker.admin.client import AdminClientError, AdminConnection, check
+import struct
+from typing import NamedTuple
+
+from broker.admin.client import AdminClientError, AdminConnection, BrokerRefused, check
+from broker.errors import ErrorCode
 from broker.protocol.data import Data
 from broker.protocol.messages import (
+    ConsumerGroupDescribeRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     FindCoordinatorRequest,
@@ -35,7 +41,49 @@ from broker.protocol.messages import (
 EARLIEST = -2
 LATEST = -1
 METADATA, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 3, 2, 8, 9, 10
-DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
+DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, CONSUMER_GROUP_DESCRIBE = 15, 16, 42, 69
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+
+
+class MemberDescription(NamedTuple):
+    member_id: str
+    client_id: str
+    host: str
+    #: (topic, partition) it owns
+    partitions: list[tuple[str, int]]
+
+
+class GroupDescription(NamedTuple):
+    """A group of either protocol, as ``Admin.describeConsumerGroups`` gives it."""
+
+    group_id: str
+    state: str
+    #: "consumer" (KIP-848) or "classic"
+    group_type: str
+    members: list[MemberDescription]
+
+
+def assigned_partitions(assignment: bytes) -> list[tuple[str, int]]:
+    """The partitions of a consumer protocol assignment (``ConsumerProtocolAssignment``:
+    version INT16, then [topic STRING [partition INT32]]); empty if it is not one."""
+    out: list[tuple[str, int]] = []
+    try:
+        pos = 2
+        (topics,) = _INT32.unpack_from(assignment, pos)
+        pos += 4
+        for _ in range(max(topics, 0)):
+            (length,) = _INT16.unpack_from(assignment, pos)
+            topic = assignment[pos + 2 : pos + 2 + length].decode()
+            pos += 2 + length
+            (count,) = _INT32.unpack_from(assignment, pos)
+            pos += 4
+            for _ in range(max(count, 0)):
+                out.append((topic, _INT32.unpack_from(assignment, pos)[0]))
+                pos += 4
+    except (UnicodeDecodeError, struct.error):
+        return []
+    return out
 
 
 class GroupAdmin:
@@ -80,14 +128,48 @@ class GroupAdmin:
         check(resp.error_code, "ListGroups")
         return list(resp.groups)
 
-    def describe_group(self, group: str) -> Data:
+    def describe_group(self, group: str) -> GroupDescription:
+        """A consumer group (ConsumerGroupDescribe) or else a classic one (DescribeGroups,
+        "Dead" when there is none), as Kafka's admin client describes consumer groups."""
         conn = self.coordinator(group)
+        if CONSUMER_GROUP_DESCRIBE in conn.versions:
+            version = conn.version_for(CONSUMER_GROUP_DESCRIBE, highest=1)
+            found = conn.call(ConsumerGroupDescribeRequest(group_ids=[group]), version).groups[0]
+            if found.error_code != ErrorCode.GROUP_ID_NOT_FOUND:
+                check(found.error_code, f"ConsumerGroupDescribe {group}", found.error_message)
+                members = [
+                    MemberDescription(
+                        m.member_id,
+                        m.client_id,
+                        m.client_host,
+                        [
+                            (t.topic_name, p)
+                            for t in m.assignment.topic_partitions
+                            for p in t.partitions
+                        ],
+                    )
+                    for m in found.members
+                ]
+                return GroupDescription(group, found.group_state, "consumer", members)
         resp = conn.call(
             DescribeGroupsRequest(groups=[group]), conn.version_for(DESCRIBE_GROUPS, highest=5)
         )
         described: Data = resp.groups[0]
         check(described.error_code, f"DescribeGroups {group}")
-        return described
+        return GroupDescription(
+            group,
+            described.group_state,
+            "classic",
+            [
+                MemberDescription(
+                    m.member_id,
+                    m.client_id,
+                    m.client_host,
+                    assigned_partitions(bytes(m.member_assignment)),
+                )
+                for m in described.members
+            ],
+        )
 
     def delete_group(self, group: str) -> None:
         conn = self.coordinator(group)
@@ -190,4 +272,4 @@ class GroupAdmin:
         return out
 
 
-__all__ = ["EARLIEST", "LATEST", "AdminClientError", "GroupAdmin"]
+__all__ = ["EARLIEST", "LATEST", "AdminClientError", "BrokerRefused", "GroupAdmin"]

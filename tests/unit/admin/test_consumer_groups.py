@@ -192,3 +192,41 @@ def test_run_reports_a_refusal(
     assert capsys.readouterr().err == (
         "Error: Deletion of group 'nope' failed: GROUP_ID_NOT_FOUND\n"
     )
+
+
+def test_describe_a_consumer_protocol_group(admin: GroupAdmin, gbroker: InProcessBroker) -> None:
+    from broker.protocol.messages import ConsumerGroupHeartbeatRequest
+
+    joined = gbroker.call(
+        ConsumerGroupHeartbeatRequest(
+            group_id="modern", member_id="m", member_epoch=0, rebalance_timeout_ms=5000,
+            subscribed_topic_names=["t"], topic_partitions=[],
+        ),
+        1,
+    )  # fmt: skip
+    assert joined.error_code == 0
+    described = admin.describe_group("modern")
+    assert (described.state, described.group_type) == ("Stable", "consumer")
+    (m,) = described.members
+    assert (m.member_id, m.client_id, sorted(m.partitions)) == (
+        "m", "test-client", [("t", 0), ("t", 1)]
+    )  # fmt: skip
+    status, rows = cli(admin, "describe", "--group", "modern")
+    assert status == 0
+    assert [r[:3] + r[6:] for r in rows[1:]] == [
+        ["modern", "t", "0", "m", "/test", "test-client"],
+        ["modern", "t", "1", "m", "/test", "test-client"],
+    ]
+    # a busy consumer group cannot be reset, as a classic one
+    status, _ = cli(admin, "reset-offsets", "--group", "modern", "--all-topics", "--to-earliest")
+    assert status == 1
+
+
+def test_a_broker_without_consumer_group_describe_gets_describe_groups(
+    admin: GroupAdmin, gbroker: InProcessBroker
+) -> None:
+    commit(gbroker, "old", {0: 1})
+    conn = admin.coordinator("old")
+    del conn.versions[69]
+    assert admin.describe_group("old").state == "Empty"
+    assert ("ConsumerGroupDescribeRequest", 1) not in conn.calls  # type: ignore[attr-defined]
