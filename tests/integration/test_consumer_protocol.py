@@ -76,11 +76,8 @@ def each_once(consumers: Sequence[Consumer], partitions: int) -> bool:
 def test_three_consumers_share_twelve_partitions(broker, assignor):
     topic = make_topic(broker.bootstrap, 12, 2)
     group = f"kip848-{assignor}-{uuid.uuid4().hex[:6]}"
-    consumers = [
-        consumer(broker.bootstrap, group, **{"group.remote.assignor": assignor,
-                                             "client.id": f"c{i}"})  # fmt: skip
-        for i in range(3)
-    ]
+    settings = [{"group.remote.assignor": assignor, "client.id": f"c{i}"} for i in range(3)]
+    consumers = [consumer(broker.bootstrap, group, **s) for s in settings]
     try:
         for c in consumers:
             c.subscribe([topic])
