@@ -49,6 +49,10 @@ log = logging.getLogger(__name__)
 #: members of one group given an id but not joined with it yet (KIP-394), at most;
 #: Kafka keeps any number (docs/deviations.md)
 MAX_PENDING_MEMBERS = 10_000
+#: what a group record needs besides a member's protocol metadata (ids, client id and
+#: host, timeouts, the group's fields, the batch header): a member whose metadata leaves
+#: less than this under max.message.bytes cannot be stored even alone
+RECORD_HEADROOM = 8 * 1024
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,20 @@ class ClassicGroupManager(RebalanceOps):
         reply: Reply[Data] = Reply()
         group_id, member_id = request.group_id, request.member_id
         unknown = member_id == UNKNOWN_MEMBER_ID
+        largest = max((len(p.metadata) for p in request.protocols), default=0)
+        limit = self.max_batch_bytes() - RECORD_HEADROOM
+        if largest > limit:
+            # its group record could never be written: Kafka would accept the member and
+            # fail the SyncGroup with UNKNOWN_SERVER_ERROR (docs/deviations.md)
+            log.warning(
+                "[GroupId %s] Refused a JoinGroup from client %s: protocol metadata of %d bytes, "
+                "a group record holds at most %d (max.message.bytes of __consumer_offsets).",
+                group_id, caller.client_id, largest, limit,
+            )  # fmt: skip
+            reply.complete(
+                JoinGroupResponse(member_id=member_id, error_code=ErrorCode.MESSAGE_TOO_LARGE)
+            )
+            return reply
         records: list[Record] = []
         consumer = self.consumer_groups.get(group_id)
         if consumer is not None:

@@ -129,6 +129,7 @@ class GroupCoordinator:
             meters=self.meters,
             topics=self.topics,
             consumer_meters=self.consumer_meters,
+            max_batch_bytes=lambda: self.writer.max_batch_bytes(index),
         )
 
     def startup(self) -> None:

@@ -95,6 +95,8 @@ class RebalanceOps:
         #: the shard's consumer groups: one id namespace, a group is of one type
         self.consumer_groups: Mapping[str, OtherGroup] = {}
         self.remove_consumer_group: Callable[[str], None] = lambda _group_id: None
+        #: the largest record batch the shard's partition takes (max.message.bytes)
+        self.max_batch_bytes: Callable[[], int] = lambda: 2**31 - 1
         #: when each group's current rebalance started (for the rebalance time)
         self._rebalance_started: dict[str, int] = {}
 

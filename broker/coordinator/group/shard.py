@@ -67,6 +67,7 @@ class Shard:
         meters: GroupMeters | None = None,
         topics: TopicsImage | None = None,
         consumer_meters: ConsumerGroupMeters | None = None,
+        max_batch_bytes: Callable[[], int] | None = None,
     ) -> None:
         self.index = index
         self.state = ShardState.LOADING
@@ -81,6 +82,8 @@ class Shard:
         self.consumer.remove_classic_group = self.classic.remove_group
         self.classic.consumer_groups = self.consumer.groups
         self.classic.remove_consumer_group = self.consumer.remove_group
+        if max_batch_bytes is not None:
+            self.classic.max_batch_bytes = max_batch_bytes
         self.offsets = OffsetManager(
             self.classic,
             self.consumer,

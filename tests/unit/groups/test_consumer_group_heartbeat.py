@@ -695,3 +695,29 @@ def test_consumer_group_rebalance_sensor():
     assert ctx.consumer.meters.rebalances == 1
     ctx.consumer_heartbeat(member_id="m", member_epoch=1)
     assert ctx.consumer.meters.rebalances == 1
+
+
+def test_a_flood_of_joins_with_new_member_ids_is_bounded(monkeypatch):
+    from broker.coordinator.group.consumer import heartbeat
+
+    monkeypatch.setattr(heartbeat, "MAX_UNCONFIRMED_MEMBERS", 3)
+    ctx, _ = consumer_context()
+    topics(ctx, foo=6)
+    for i in range(3):
+        resp, _ = join(ctx, f"m{i}", subscribed_topic_names=["foo"])
+        assert resp.error_code == 0
+    resp, records = join(ctx, "m3", subscribed_topic_names=["foo"])
+    assert ErrorCode(resp.error_code) is ErrorCode.GROUP_MAX_SIZE_REACHED
+    assert "joined and have not heartbeated since" in resp.error_message and records == []
+    # a member that heartbeats again is confirmed: room for one more
+    resp, _ = ctx.consumer_heartbeat(member_id="m0", member_epoch=1)
+    assert resp.error_code == 0
+    resp, _ = join(ctx, "m3", subscribed_topic_names=["foo"])
+    assert resp.error_code == 0
+    # a member that leaves (or is fenced) frees its place too
+    ctx.consumer_heartbeat(member_id="m1", member_epoch=-1)
+    resp, _ = join(ctx, "m4", subscribed_topic_names=["foo"])
+    assert resp.error_code == 0
+    # a member rejoining with its id (epoch 0 again) is not new
+    resp, _ = join(ctx, "m2", subscribed_topic_names=["foo"])
+    assert resp.error_code == 0

@@ -114,6 +114,8 @@ class ConsumerGroup:
         #: set by each write applied to the group (a failed write restores a copy only if
         #: nothing was applied after it)
         self.write_token: object = None
+        #: members that joined (epoch 0) and have not heartbeated since (soft state, bounded)
+        self.unconfirmed: set[str] = set()
 
     def __repr__(self) -> str:
         return (
@@ -229,6 +231,7 @@ class ConsumerGroup:
         self.maybe_update_group_state()
 
     def remove_member(self, member_id: str) -> None:
+        self.unconfirmed.discard(member_id)
         old = self.members.pop(member_id, None)
         self._update_subscriptions(old, None)
         self._update_server_assignors(self.server_assignors, old, None)

@@ -72,6 +72,9 @@ log = logging.getLogger(__name__)
 
 #: ConsumerGroupHeartbeat v1+: the client generates its member id (KIP-1082)
 CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
+#: members of one group that joined and have not heartbeated since, at most; Kafka
+#: admits any number up to group.consumer.max.size (docs/deviations.md)
+MAX_UNCONFIRMED_MEMBERS = 10_000
 
 
 def validate_heartbeat(request: Data, api_version: int, assignors: Sequence[str]) -> None:
@@ -148,6 +151,15 @@ class ConsumerGroupManager(ConsumerGroups):
         self._throw_if_full(group, member_id)
         if regex:
             _check_regex(regex)
+        new_member = create and not group.has_member(member_id)
+        if new_member and len(group.unconfirmed) >= MAX_UNCONFIRMED_MEMBERS:
+            # a flood of joins with new member ids would each hold a member, its records
+            # and a session timer until the session expires
+            raise GroupError(
+                ErrorCode.GROUP_MAX_SIZE_REACHED,
+                f"The consumer group has {MAX_UNCONFIRMED_MEMBERS} members that joined and "
+                "have not heartbeated since; retry once they did or their sessions expired.",
+            )
         if instance_id is None:
             member = group.member_or_new(member_id, create)
             if create:
@@ -188,7 +200,8 @@ class ConsumerGroupManager(ConsumerGroups):
         metadata = group.subscription_metadata
         kind = group.subscription_type
         version = self.topics.version
-        if bump or group.has_metadata_expired(version):
+        refreshed = bump or group.has_metadata_expired(version)
+        if refreshed:
             if group.metadata_version != version:
                 group.refresh_subscriptions()  # a regex may match other topics now
             counts = group.compute_subscribed_topic_names(member, updated)
@@ -207,7 +220,6 @@ class ConsumerGroupManager(ConsumerGroups):
                 records.append(group_epoch_record(group_id, group_epoch))
                 log.info("[GroupId %s] Bumped group epoch to %d.", group_id, group_epoch)
                 self.meters.rebalances += 1
-            group.set_metadata_refreshed(version, group_epoch)
 
         # 2. the target assignment
         if group_epoch > group.assignment_epoch:
@@ -235,7 +247,17 @@ class ConsumerGroupManager(ConsumerGroups):
         )
         if full or has_assigned_partitions_changed(member, updated):
             response.assignment = _response_assignment(updated.assigned_partitions)
-        return self.write_then(group_id, records, response, error_response)
+        reply = self.write_then(group_id, records, response, error_response)
+        # soft state, on the group as the records made it (a new group exists only now)
+        registered = self.groups.get(group_id)
+        if registered is not None and (not reply.done or reply.value.error_code == 0):
+            if refreshed:
+                registered.set_metadata_refreshed(version, group_epoch)
+            if new_member:
+                registered.unconfirmed.add(member_id)
+            else:
+                registered.unconfirmed.discard(member_id)
+        return reply
 
     def _get_or_maybe_create_group(
         self, group_id: str, create: bool, records: list[Record]
