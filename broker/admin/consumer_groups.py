@@ -2,7 +2,7 @@
 
 The options are ``kafka-consumer-groups.sh``'s, the actions sub-commands::
 
-    broker groups --bootstrap-server 127.0.0.1:9092 list [--state Stable]
+    broker groups --bootstrap-server 127.0.0.1:9092 list [--state Stable,Empty]
     broker groups --bootstrap-server HOST:PORT describe --group G
     broker groups --bootstrap-server HOST:PORT delete --group G
     broker groups --bootstrap-server HOST:PORT reset-offsets --group G
@@ -39,7 +39,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=30.0, help="Seconds per request.")
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = sub.add_parser("list", help="List all consumer groups.")
-    listing.add_argument("--state", action="append", default=[], help="Only groups in this state.")
+    listing.add_argument(
+        "--state",
+        action="append",
+        default=[],
+        type=parse_states,
+        help="Only groups in these states (comma-separated, repeatable).",
+    )
     describe = sub.add_parser("describe", help="Offsets, lag and members of a group.")
     describe.add_argument("--group", required=True)
     delete = sub.add_parser("delete", help="Delete an empty group and its committed offsets.")
@@ -62,6 +68,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode = reset.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="Print the plan only (the default).")
     mode.add_argument("--execute", action="store_true", help="Commit the new offsets.")
+
+
+#: Kafka's group states (``GroupState``), both protocols'
+STATES = (
+    "PreparingRebalance",
+    "CompletingRebalance",
+    "Stable",
+    "Dead",
+    "Empty",
+    "Assigning",
+    "Reconciling",
+)
+
+
+def parse_states(text: str) -> list[str]:
+    """``Stable,Empty`` in any case to Kafka's spelling; an unknown state is refused, as
+    ``kafka-consumer-groups.sh --state`` refuses it (the broker would match nothing)."""
+    known = {s.lower(): s for s in STATES}
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names or any(n.lower() not in known for n in names):
+        raise argparse.ArgumentTypeError(
+            f"Invalid state list '{text}'. Valid states are: {', '.join(STATES)}"
+        )
+    return [known[n.lower()] for n in names]
 
 
 def parse_datetime(text: str) -> int:
@@ -161,7 +191,8 @@ def reset_offsets(admin: GroupAdmin, args: argparse.Namespace, out: TextIO) -> i
 def execute(admin: GroupAdmin, args: argparse.Namespace, out: TextIO) -> int:
     """One action against the broker behind ``admin``; its exit status."""
     if args.action == "list":
-        for group_id in sorted(g.group_id for g in admin.list_groups(args.state)):
+        states = [s for listed in args.state for s in listed]
+        for group_id in sorted(g.group_id for g in admin.list_groups(states)):
             print(group_id, file=out)
         return 0
     if args.action == "describe":

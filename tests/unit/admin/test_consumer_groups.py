@@ -126,6 +126,18 @@ def test_list_describe_reset_delete(admin: GroupAdmin, gbroker: InProcessBroker)
     )
 
 
+def test_list_states_are_kafkas_in_any_case_and_unknown_ones_refused(
+    admin: GroupAdmin, gbroker: InProcessBroker, capsys: pytest.CaptureFixture[str]
+) -> None:
+    commit(gbroker, "billing", {0: 1})
+    assert cli(admin, "list", "--state", "stable,EMPTY") == (0, [["billing"]])
+    assert cli(admin, "list", "--state", "Stable", "--state", "Reconciling") == (0, [])
+    with pytest.raises(SystemExit) as exited:
+        args("list", "--state", "Stable,Bogus")
+    assert exited.value.code == 2
+    assert "Invalid state list 'Stable,Bogus'. Valid states are: " in capsys.readouterr().err
+
+
 def test_refusals_raise_with_kafkas_error_name(admin: GroupAdmin) -> None:
     with pytest.raises(BrokerRefused, match="Deletion of group 'nope' failed: GROUP_ID_NOT_FOUND"):
         admin.delete_group("nope")
