@@ -457,7 +457,13 @@ class ClassicGroupManager(RebalanceOps):
         elif group.is_in_state(GroupState.PREPARING_REBALANCE):
             reply.complete(SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS))
         elif group.is_in_state(GroupState.COMPLETING_REBALANCE):
-            group.member(member_id).awaiting_sync = reply
+            member = group.member(member_id)
+            if member.awaiting_sync is not None:
+                # a second SyncGroup before the first was answered (as for JoinGroup)
+                member.awaiting_sync.complete(
+                    SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS)
+                )
+            member.awaiting_sync = reply
             self.remove_pending_sync_member(group, member_id)
             if group.is_leader(member_id):
                 self._store_leader_assignment(group, request, member_id)
