@@ -7,7 +7,9 @@ is owned exactly once; one consumer closes and its partitions move to the
 other two. Offsets committed by a member (OffsetCommit v9 with its epoch)
 survive a broker restart and a new consumer of the group resumes there. The
 heartbeat interval is lowered (group.consumer.heartbeat.interval.ms=300) to
-keep each test within seconds.
+keep each test within seconds. A regex subscription gets the topics whose
+whole name matches, a static member comes back as itself, and a classic
+member of the same group is refused (migration disabled).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import uuid
 from collections.abc import Callable, Sequence
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaError
 from confluent_kafka import TopicPartition as CTopicPartition
 
 from tests.integration.harness import BrokerProcess
@@ -92,6 +94,38 @@ def test_three_consumers_share_twelve_partitions(broker, assignor):
     finally:
         for c in consumers:
             c.close()
+
+
+def test_regex_static_member_and_a_classic_member_refused(broker):
+    topic = make_topic(broker.bootstrap, 3, 1)
+    other = make_topic(broker.bootstrap, 2, 1)
+    group = f"kip848-regex-{uuid.uuid4().hex[:6]}"
+    # a regex subscription (ConsumerGroupHeartbeat v1 SubscribedTopicRegex) matches whole names
+    c = consumer(broker.bootstrap, group, **{"group.instance.id": "i1"})
+    classic = None
+    try:
+        c.subscribe([f"^{topic[:-1]}.$"])
+        poll_until([c], lambda: len(c.assignment()) == 3)
+        assert {tp.topic for tp in c.assignment()} == {topic} != {other}
+        # a static member that closes (epoch -2) comes back as itself with its partitions
+        c.close()
+        c = consumer(broker.bootstrap, group, **{"group.instance.id": "i1"})
+        c.subscribe([f"^{topic[:-1]}.$"])
+        poll_until([c], lambda: len(c.assignment()) == 3)
+        # migration is disabled: a classic member of the same group is refused
+        classic = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+                            "session.timeout.ms": 6000})  # fmt: skip
+        classic.subscribe([topic])
+        error = None
+        deadline = time.monotonic() + TIMEOUT
+        while error is None and time.monotonic() < deadline:
+            msg = classic.poll(0.1)
+            error = msg.error() if msg is not None else None
+        assert error is not None and error.code() == KafkaError.INCONSISTENT_GROUP_PROTOCOL
+    finally:
+        c.close()
+        if classic is not None:
+            classic.close()
 
 
 def _consume(c: Consumer, count: int) -> list[tuple[int, int]]:
