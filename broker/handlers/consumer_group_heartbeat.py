@@ -2,7 +2,11 @@
 
 Behaviour (``KafkaApis.handleConsumerGroupHeartbeat``,
 ``GroupMetadataManager.consumerGroupHeartbeat``; ``coordinator/group/consumer/``):
-- READ on the group, else GROUP_AUTHORIZATION_FAILED.
+- READ on the group, else GROUP_AUTHORIZATION_FAILED; then DESCRIBE on each
+  subscribed topic name, else TOPIC_AUTHORIZATION_FAILED for the request
+  (Kafka 4.0, KAFKA-18813). A regex's topics are those of its matches the
+  member whose heartbeat resolves it may describe (the others are left out,
+  silently).
 - The request's checks (INVALID_REQUEST with Kafka's message: a blank group,
   member, instance or rack id, a join without a rebalance timeout or with
   owned partitions or without a subscription, an epoch below -2;
@@ -23,6 +27,9 @@ id (KIP-1082); v0 lets the coordinator generate it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from broker.coordinator.group.consumer.groups import TopicFilter
 from broker.coordinator.group.reply import Reply as GroupReply
 from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
@@ -42,16 +49,44 @@ class ConsumerGroupHeartbeatHandler(RequestHandler):
         if not self.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
             ctx.count_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
             return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        names = request.subscribed_topic_names
+        if names:
+            # (distinct names: Kafka compares the authorized set with the list's length)
+            allowed = self.filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+            if len(allowed) < len(set(names)):
+                ctx.count_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                return ConsumerGroupHeartbeatResponse(
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    error_message="Not authorized to access topics: "
+                    f"[{', '.join(n for n in dict.fromkeys(names) if n not in allowed)}]",
+                )
         try:
             groups = coordinator(self.broker)
         except KafkaError as exc:
             ctx.count_error(exc.code)
             return ConsumerGroupHeartbeatResponse(error_code=exc.code)
-        reply = groups.consumer_group_heartbeat(caller(ctx), request)
+        reply = groups.consumer_group_heartbeat(caller(ctx), request, self._topic_filter(ctx))
         if reply.done:
             ctx.count_error(reply.value.error_code)
             return reply.value
         return self._parked(ctx, reply)
+
+    def _topic_filter(self, ctx: RequestContext) -> TopicFilter | None:
+        """What a regex may resolve to for this member: the topics it may describe (a
+        denial not reported, as the coordinator's own check in Kafka)."""
+        if self.broker.authorizer is None:
+            return None
+
+        def describable(names: Iterable[str]) -> list[str]:
+            return [
+                name
+                for name in names
+                if self.authorize(
+                    ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name, report_denial=False
+                )
+            ]
+
+        return describable
 
     @staticmethod
     async def _parked(ctx: RequestContext, reply: GroupReply[Data]) -> Data:

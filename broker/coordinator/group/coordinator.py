@@ -25,7 +25,7 @@ from broker.coordinator.group.classic import Caller
 from broker.coordinator.group.classic_group import GroupState
 from broker.coordinator.group.config import GROUP_METADATA_TOPIC_NAME, GroupConfig
 from broker.coordinator.group.consumer.group import CONSUMER_GROUP_TYPE
-from broker.coordinator.group.consumer.groups import ConsumerGroupMeters
+from broker.coordinator.group.consumer.groups import ConsumerGroupMeters, TopicFilter
 from broker.coordinator.group.consumer.heartbeat import validate_heartbeat
 from broker.coordinator.group.errors import GroupError
 from broker.coordinator.group.loader import load_partition
@@ -291,9 +291,11 @@ class GroupCoordinator:
 
     # ---- the consumer protocol (KIP-848) -------------------------------------------------------
 
-    def consumer_group_heartbeat(self, caller: Caller, request: Data) -> Reply[Data]:
+    def consumer_group_heartbeat(
+        self, caller: Caller, request: Data, authorized_topics: TopicFilter | None = None
+    ) -> Reply[Data]:
         """``GroupCoordinatorService.consumerGroupHeartbeat``: the request's checks, then
-        the group's shard."""
+        the group's shard (``authorized_topics``: the caller's topic ACLs, for regexes)."""
         try:
             validate_heartbeat(request, caller.api_version, self.config.consumer_group_assignors)
             shard = self.shard_of(request.group_id)
@@ -301,7 +303,9 @@ class GroupCoordinator:
             return Reply.of(
                 ConsumerGroupHeartbeatResponse(error_code=exc.code, error_message=str(exc) or None)
             )
-        return shard.consumer.heartbeat(caller.client_id, caller.client_host, request)
+        return shard.consumer.heartbeat(
+            caller.client_id, caller.client_host, request, authorized_topics
+        )
 
     def consumer_group_describe(self, group_id: str) -> Data:
         """One group of ConsumerGroupDescribe; GROUP_ID_NOT_FOUND unless a consumer group."""

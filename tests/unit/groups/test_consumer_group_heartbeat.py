@@ -721,3 +721,32 @@ def test_a_flood_of_joins_with_new_member_ids_is_bounded(monkeypatch):
     # a member rejoining with its id (epoch 0 again) is not new
     resp, _ = join(ctx, "m2", subscribed_topic_names=["foo"])
     assert resp.error_code == 0
+
+
+def test_a_regex_subscription_follows_the_topics_that_match_it():
+    from broker.coordinator.group.consumer.uniform import UniformAssignor
+
+    ctx, _ = consumer_context()
+    ctx.use_assignor(UniformAssignor())
+    foo_id, _bar_id = topics(ctx, foo=2, bar=2)
+    resp, _ = join(ctx, "m1", subscribed_topic_names=None, subscribed_topic_regex="f.*",
+                   server_assignor=None)  # fmt: skip
+    assert resp.error_code == 0
+    assert {t.topic_id: sorted(t.partitions) for t in resp.assignment.topic_partitions} == {
+        foo_id: [0, 1]
+    }
+    group = ctx.consumer.groups[GROUP]
+    assert group.regex_topics == {"f.*": frozenset({"foo"})}
+    assert group.subscribed_topic_names == {"foo": 1}
+    # nothing changed: a plain heartbeat, no records
+    resp, records = ctx.consumer_heartbeat(member_id="m1", member_epoch=1)
+    assert (resp.error_code, resp.member_epoch, records) == (0, 1, [])
+    # a new topic matching the regex (a whole name: "fo" would not match "foo")
+    fizz_id = topics(ctx, fizz=1)[0]
+    resp, _ = ctx.consumer_heartbeat(member_id="m1", member_epoch=1)
+    assert resp.member_epoch == 2
+    assert {t.topic_id: sorted(t.partitions) for t in resp.assignment.topic_partitions} == {
+        foo_id: [0, 1],
+        fizz_id: [0],
+    }
+    assert ctx.consumer.resolve_regex("fo") == frozenset()

@@ -553,7 +553,19 @@ CASES = [
         GAF,
         ErrorCode.GROUP_ID_NOT_FOUND,
     ),
-    Case("ConsumerGroupHeartbeat", consumer_group_heartbeat_code, ((GROUP, "g1", Op.READ),), GAF),
+    Case(
+        "ConsumerGroupHeartbeat-group",
+        consumer_group_heartbeat_code,
+        ((TOPIC, "orders", Op.DESCRIBE), (GROUP, "g1", Op.READ)),
+        GAF,
+    ),
+    Case(
+        "ConsumerGroupHeartbeat-topic",
+        consumer_group_heartbeat_code,
+        ((TOPIC, "orders", Op.DESCRIBE),),
+        TAF,
+        given=((GROUP, "g1", Op.READ),),
+    ),
     Case(
         "ConsumerGroupDescribe",
         consumer_group_describe_code,

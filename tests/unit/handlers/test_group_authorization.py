@@ -288,3 +288,82 @@ def test_consumer_group_describe_refused_first_and_authorized_operations(
     ]
     # operations only for a group described without error
     assert [g.authorized_operations for g in groups] == [OMITTED, OMITTED]
+
+
+# ---- the consumer group protocol: topics (Kafka 4.0, KAFKA-18813) ------------------------------
+
+
+def heartbeat(b: InProcessBroker, member_id: str, **fields: Any) -> Any:
+    from broker.protocol.messages import ConsumerGroupHeartbeatRequest
+
+    request = ConsumerGroupHeartbeatRequest(
+        group_id="g",
+        member_id=member_id,
+        member_epoch=0,
+        rebalance_timeout_ms=30_000,
+        topic_partitions=[],
+        **fields,
+    )
+    return b.call(request, 1)
+
+
+def assigned_topics(b: InProcessBroker, resp: Any) -> set[str]:
+    topics = b.groups.topics
+    names = {topics.topic_id(name): name for name in topics.topic_names()}
+    return {names[t.topic_id] for t in resp.assignment.topic_partitions}
+
+
+def test_consumer_group_heartbeat_needs_describe_on_each_subscribed_topic(
+    secured: InProcessBroker,
+) -> None:
+    grant(secured, acl(GROUP, "g", Op.READ), acl(TOPIC, "orders", Op.DESCRIBE))
+    resp = heartbeat(secured, "m1", subscribed_topic_names=["orders", "other"])
+    assert resp.error_code == TAF
+    assert resp.error_message == "Not authorized to access topics: [other]"
+    assert "g" not in secured.groups.shard_of("g").consumer.groups
+    family = secured.metrics.authorization_failure_family
+    assert family.labels("ConsumerGroupHeartbeat", "Topic", "Describe").value == 1
+    resp = heartbeat(secured, "m1", subscribed_topic_names=["orders"])
+    assert resp.error_code == ErrorCode.NONE
+    assert assigned_topics(secured, resp) == {"orders"}
+
+
+def test_a_regex_resolves_to_the_topics_its_member_may_describe(
+    secured: InProcessBroker,
+) -> None:
+    grant(secured, acl(GROUP, "g", Op.READ), acl(TOPIC, "orders", Op.DESCRIBE))
+    resp = heartbeat(secured, "m1", subscribed_topic_regex="o.*")
+    assert resp.error_code == ErrorCode.NONE
+    # "other" matches too, but alice may not describe it: left out, and not reported
+    assert assigned_topics(secured, resp) == {"orders"}
+    group = secured.groups.shard_of("g").consumer.groups["g"]
+    assert group.regex_topics == {"o.*": frozenset({"orders"})}
+    family = secured.metrics.authorization_failure_family
+    assert family.labels("ConsumerGroupHeartbeat", "Topic", "Describe").value == 0
+    # a member of the same regex reuses the resolution; the admin's refresh (a new
+    # regex) resolves every regex of the group with the admin's ACLs
+    secured.conn.principal = "User:admin"
+    resp = heartbeat(secured, "m2", subscribed_topic_regex="other")
+    assert resp.error_code == ErrorCode.NONE
+    assert group.regex_topics == {"o.*": frozenset({"orders", "other"}), "other": {"other"}}
+
+
+def test_consumer_group_describe_hides_a_group_with_topics_not_describable(
+    secured: InProcessBroker,
+) -> None:
+    from broker.protocol.messages import ConsumerGroupDescribeRequest
+
+    secured.conn.principal = "User:admin"
+    assert heartbeat(secured, "m1", subscribed_topic_names=["orders", "other"]).error_code == 0
+    secured.conn.principal = ALICE
+    grant(secured, acl(GROUP, "g", Op.DESCRIBE), acl(TOPIC, "orders", Op.DESCRIBE))
+    req = ConsumerGroupDescribeRequest(group_ids=["g"], include_authorized_operations=True)
+    (group,) = secured.call(req, 1).groups
+    assert (group.error_code, group.members, group.authorized_operations) == (TAF, [], OMITTED)
+    assert group.error_message == (
+        "The described group uses topics that the client is not authorized to describe."
+    )
+    grant(secured, acl(TOPIC, "other", Op.DESCRIBE))
+    (group,) = secured.call(req, 1).groups
+    assert group.error_code == ErrorCode.NONE and len(group.members) == 1
+    assert group.authorized_operations == DESCRIBE_BIT

@@ -82,12 +82,7 @@ def _count(counts: dict[str, int], names: Iterable[str], delta: int) -> None:
 
 
 class ConsumerGroup:
-    def __init__(
-        self,
-        group_id: str,
-        *,
-        member_topics: Callable[[ConsumerGroupMember], frozenset[str]] | None = None,
-    ) -> None:
+    def __init__(self, group_id: str) -> None:
         self.group_id = group_id
         self.group_epoch = 0
         self.assignment_epoch = 0
@@ -109,8 +104,10 @@ class ConsumerGroup:
         #: the topics version then (-1: never) and the group epoch it led to
         self.metadata_version = -1
         self.metadata_epoch = 0
-        #: a member's subscribed topics: its names and what its regex resolves to
-        self._member_topics = member_topics or (lambda m: m.subscribed_topic_names)
+        #: regex -> the topics it resolved to at the last refresh, those the member that
+        #: triggered the refresh may describe (``resolvedRegularExpressions``; soft state,
+        #: replaced whole and never changed in place)
+        self.regex_topics: dict[str, frozenset[str]] = {}
         #: set by each write applied to the group (a failed write restores a copy only if
         #: nothing was applied after it)
         self.write_token: object = None
@@ -242,6 +239,18 @@ class ConsumerGroup:
             ):
                 del self.static_members[old.instance_id]
         self.maybe_update_group_state()
+
+    def set_regex_topics(self, resolved: dict[str, frozenset[str]]) -> None:
+        """New resolutions of the group's regexes, and the subscriptions recounted."""
+        self.regex_topics = resolved
+        self.refresh_subscriptions()
+
+    def _member_topics(self, member: ConsumerGroupMember) -> frozenset[str]:
+        """A member's subscribed topics: its names and what its regex resolved to."""
+        regex = member.subscribed_topic_regex
+        if not regex:
+            return member.subscribed_topic_names
+        return member.subscribed_topic_names | self.regex_topics.get(regex, frozenset())
 
     def refresh_subscriptions(self) -> None:
         """Recount the subscribed topics (a regex resolved to other topics)."""

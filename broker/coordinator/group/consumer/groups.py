@@ -76,6 +76,8 @@ from broker.protocol.messages import (
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+#: the topics (of those given) the principal of a request may describe (its ACLs)
+TopicFilter = Callable[[Iterable[str]], Iterable[str]]
 
 #: ``ConsumerGroupDescribeResponse.Member.member_type`` (KIP-1099)
 CLASSIC_MEMBER_TYPE = 0
@@ -154,7 +156,7 @@ class ConsumerGroups:
 
     def new_group(self, group_id: str) -> ConsumerGroup:
         """A group not yet in the map: replaying its records registers it."""
-        return ConsumerGroup(group_id, member_topics=self.member_topics)
+        return ConsumerGroup(group_id)
 
     def group(self, group_id: str) -> ConsumerGroup:
         """``consumerGroup(groupId)``: GROUP_ID_NOT_FOUND when absent."""
@@ -172,11 +174,21 @@ class ConsumerGroups:
 
     # ---- subscriptions -----------------------------------------------------------------------
 
-    def member_topics(self, member: ConsumerGroupMember) -> frozenset[str]:
-        """The topics a member subscribes to: its names and what its regex matches."""
-        if not member.subscribed_topic_regex:
-            return member.subscribed_topic_names
-        return member.subscribed_topic_names | self.resolve_regex(member.subscribed_topic_regex)
+    def refresh_regexes(
+        self, group: ConsumerGroup, regex: str | None, authorized: TopicFilter | None
+    ) -> None:
+        """Resolve the group's regexes (and ``regex``, a member's new one) again, keeping of
+        each the topics ``authorized`` lets through (the ACLs of the member whose heartbeat
+        refreshes: Kafka 4.0's KAFKA-18813), and recount the group's subscriptions."""
+        regexes: set[str | None] = {m.subscribed_topic_regex for m in group.members.values()}
+        regexes.add(regex)
+        resolved = {}
+        for r in sorted(filter(None, regexes)):
+            found = self.resolve_regex(r)
+            if authorized is not None and found:
+                found = frozenset(authorized(sorted(found)))
+            resolved[r] = found
+        group.set_regex_topics(resolved)
 
     def resolve_regex(self, regex: str) -> frozenset[str]:
         """The topics ``regex`` matches as a whole (Java's ``Matcher.matches``), internal
@@ -453,6 +465,8 @@ class ConsumerGroups:
         was revoking must finish within its rebalance timeout."""
         for group_id, group in self.groups.items():
             log.info("Loaded consumer group %s with %d members.", group_id, group.num_members)
+            # no request's ACLs here: the next refresh resolves them for its member
+            self.refresh_regexes(group, None, None)
             for member_id, member in group.members.items():
                 self.schedule_session_timeout(group_id, member_id)
                 if member.state is MemberState.UNREVOKED_PARTITIONS:

@@ -41,7 +41,7 @@ from broker.coordinator.group.consumer.group import (
     TopicMetadata,
     subscription_type,
 )
-from broker.coordinator.group.consumer.groups import ConsumerGroups, error_response
+from broker.coordinator.group.consumer.groups import ConsumerGroups, TopicFilter, error_response
 from broker.coordinator.group.consumer.member import (
     EMPTY_ASSIGNMENT,
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -127,18 +127,32 @@ def _throw_if_empty(value: str | None, message: str) -> None:
 class ConsumerGroupManager(ConsumerGroups):
     # ---- the request -------------------------------------------------------------------------
 
-    def heartbeat(self, client_id: str, client_host: str, request: Data) -> Reply[Data]:
-        """A validated ConsumerGroupHeartbeat (``GroupCoordinatorService`` checked it)."""
+    def heartbeat(
+        self,
+        client_id: str,
+        client_host: str,
+        request: Data,
+        authorized_topics: TopicFilter | None = None,
+    ) -> Reply[Data]:
+        """A validated ConsumerGroupHeartbeat (``GroupCoordinatorService`` checked it);
+        ``authorized_topics`` filters what a regex resolves to by the caller's ACLs (None:
+        no authorizer)."""
         try:
             if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._leave(request)
-            return self._heartbeat(client_id, client_host, request)
+            return self._heartbeat(client_id, client_host, request, authorized_topics)
         except KafkaError as exc:
             return Reply.of(error_response(exc.code, str(exc) or None))
 
     # ---- a regular heartbeat -----------------------------------------------------------------
 
-    def _heartbeat(self, client_id: str, client_host: str, request: Data) -> Reply[Data]:
+    def _heartbeat(
+        self,
+        client_id: str,
+        client_host: str,
+        request: Data,
+        authorized_topics: TopicFilter | None,
+    ) -> Reply[Data]:
         records: list[Record] = []
         group_id = request.group_id
         member_epoch = request.member_epoch
@@ -202,8 +216,12 @@ class ConsumerGroupManager(ConsumerGroups):
         version = self.topics.version
         refreshed = bump or group.has_metadata_expired(version)
         if refreshed:
-            if group.metadata_version != version:
-                group.refresh_subscriptions()  # a regex may match other topics now
+            new_regex = updated.subscribed_topic_regex
+            if group.metadata_version != version or (
+                new_regex and new_regex not in group.regex_topics
+            ):
+                # the topics changed (a regex may match others now) or a regex is new
+                self.refresh_regexes(group, new_regex, authorized_topics)
             counts = group.compute_subscribed_topic_names(member, updated)
             metadata = self.compute_subscription_metadata(counts)
             num_members = group.num_members
@@ -251,6 +269,8 @@ class ConsumerGroupManager(ConsumerGroups):
         # soft state, on the group as the records made it (a new group exists only now)
         registered = self.groups.get(group_id)
         if registered is not None and (not reply.done or reply.value.error_code == 0):
+            if registered is not group:  # a new group: its records made another object
+                registered.set_regex_topics(group.regex_topics)
             if refreshed:
                 registered.set_metadata_refreshed(version, group_epoch)
             if new_member:
