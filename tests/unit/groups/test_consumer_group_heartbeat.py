@@ -750,3 +750,18 @@ def test_a_regex_subscription_follows_the_topics_that_match_it():
         fizz_id: [0],
     }
     assert ctx.consumer.resolve_regex("fo") == frozenset()
+
+
+def test_a_member_without_a_regex_is_written_with_a_null_one():
+    from broker.group_records.messages import decode_record
+
+    ctx, assignor = consumer_context()
+    topics(ctx, foo=1)
+    assignor.prepare({})
+    _, records = join(ctx, "m1", subscribed_topic_names=["foo"])
+    values = [
+        decoded.value
+        for decoded in (decode_record(key, value) for key, value in records)
+        if decoded.record_type == 5
+    ]
+    assert len(values) == 1 and values[0]["SubscribedTopicRegex"] is None

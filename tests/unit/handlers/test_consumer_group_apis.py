@@ -85,6 +85,8 @@ def test_two_members_share_a_topic_with_the_uniform_assignor(cbroker):
     assert (described.group_state, described.group_epoch, described.assignment_epoch,
             described.assignor_name) == ("Stable", 2, 2, "uniform")  # fmt: skip
     assert {m.member_id: m.member_type for m in described.members} == {"m1": 1, "m2": 1}
+    # no regex: null (as Kafka answers)
+    assert {m.subscribed_topic_regex for m in described.members} == {None}
 
 
 def test_range_assignor_by_member_choice(cbroker):

@@ -500,7 +500,7 @@ class ConsumerGroups:
                     client_id=m.client_id,
                     client_host=m.client_host,
                     subscribed_topic_names=sorted(m.subscribed_topic_names),
-                    subscribed_topic_regex=m.subscribed_topic_regex,
+                    subscribed_topic_regex=m.subscribed_topic_regex or None,
                     assignment=self._described(m.assigned_partitions),
                     target_assignment=self._described(group.target_assignment_of(m.member_id)),
                     member_type=CLASSIC_MEMBER_TYPE

@@ -101,7 +101,8 @@ def member_subscription_record(group_id: str, member: ConsumerGroupMember) -> Re
         "ClientId": member.client_id,
         "ClientHost": member.client_host,
         "SubscribedTopicNames": sorted(member.subscribed_topic_names),
-        "SubscribedTopicRegex": member.subscribed_topic_regex,
+        # null when the member has none, as Kafka writes it (its member's field is null)
+        "SubscribedTopicRegex": member.subscribed_topic_regex or None,
         "RebalanceTimeoutMs": member.rebalance_timeout_ms,
         "ServerAssignor": member.server_assignor_name,
         "ClassicMemberMetadata": None
