@@ -1,7 +1,8 @@
 """Committed offsets: commit, fetch, delete and expiration (``OffsetMetadataManager``).
 
 Offsets live per group, topic and partition. A commit is validated against
-the group (generation, member, static instance), written as OffsetCommit
+the group (a classic one: generation, member, static instance; a consumer
+group: member and member epoch, STALE_MEMBER_EPOCH), written as OffsetCommit
 records, and becomes visible (and is answered) once the write is done:
 appended, and durable when ``offsets.commit.required.acks`` is -1. A
 commit with no generation (-1) and no member is a *simple* commit (an
