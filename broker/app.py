@@ -433,7 +433,7 @@ class BrokerApp:
         return GroupSample(
             groups_by_state=groups.groups_by_state(),
             members=groups.num_members(),
-            completed_rebalances=meters.completed_rebalances,
+            rebalances=groups.rebalances(),
             rebalance_seconds=meters.rebalance_ms_total / 1000,
             offset_commits=groups.offset_commits(),
             offsets_expired=sum(s.offsets.expired for s in groups.shards.values()),

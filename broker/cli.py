@@ -34,7 +34,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "groups",
-        "broker.groups_cli",
+        "broker.admin.consumer_groups",
         "List, describe, delete consumer groups and reset their offsets (kafka-consumer-groups).",
     ),
     (

@@ -141,6 +141,8 @@ class ErrorCode(enum.IntEnum):
     TELEMETRY_TOO_LARGE = 118
     INVALID_REGISTRATION = 119
     TRANSACTION_ABORTABLE = 120
+    #: Kafka 4.0: a ConsumerGroupHeartbeat's SubscribedTopicRegex that does not compile
+    INVALID_REGULAR_EXPRESSION = 128
 
 
 class RecordError(NamedTuple):

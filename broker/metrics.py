@@ -108,9 +108,13 @@ MAX_LAG_SERIES = 1000
 class GroupSample(NamedTuple):
     """The group coordinator's numbers, as read at scrape time."""
 
-    groups_by_state: Mapping[str, int]
-    members: int
-    completed_rebalances: int
+    #: (group type: classic or consumer, state) -> groups
+    groups_by_state: Mapping[tuple[str, str], int]
+    #: group type -> members
+    members: Mapping[str, int]
+    #: group type -> rebalances (classic: completed; consumer: group epoch bumps)
+    rebalances: Mapping[str, int]
+    #: time the completed classic rebalances took
     rebalance_seconds: float
     offset_commits: int
     offsets_expired: int
@@ -430,19 +434,26 @@ class _GroupCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         groups = GaugeMetricFamily(
             f"{NAMESPACE}_consumer_groups",
-            "Consumer groups by state (Empty, PreparingRebalance, CompletingRebalance, Stable).",
-            labels=["state"],
+            "Groups by type and state: classic (Empty, PreparingRebalance, CompletingRebalance,"
+            " Stable) and consumer, KIP-848 (Empty, Assigning, Reconciling, Stable).",
+            labels=["type", "state"],
         )
         members = GaugeMetricFamily(
-            f"{NAMESPACE}_consumer_group_members", "Members of all consumer groups."
+            f"{NAMESPACE}_consumer_group_members",
+            "Members of the groups of each type (classic, consumer).",
+            labels=["type"],
         )
         rebalances = CounterMetricFamily(
             f"{NAMESPACE}_consumer_group_rebalances",
-            "Rebalances completed (a group reached Stable or Empty after PreparingRebalance).",
+            "Rebalances: of classic groups the completed ones (Stable or Empty after"
+            " PreparingRebalance); of consumer groups the group epoch bumps (each computes a new"
+            " target assignment, Kafka's consumer-group-rebalance sensor).",
+            labels=["type"],
         )
         rebalance_time = CounterMetricFamily(
             f"{NAMESPACE}_consumer_group_rebalance_seconds",
-            "Time the completed rebalances took, from PreparingRebalance to Stable or Empty.",
+            "Time the completed classic rebalances took, from PreparingRebalance to Stable or"
+            " Empty.",
         )
         commits = CounterMetricFamily(
             f"{NAMESPACE}_consumer_group_offset_commits", "Offsets committed (one per partition)."
@@ -464,10 +475,12 @@ class _GroupCollector(Collector):
         provider = self._metrics.group_provider
         if provider is not None:
             sample = provider()
-            for state, count in sorted(sample.groups_by_state.items()):
-                groups.add_metric([state], count)
-            members.add_metric([], sample.members)
-            rebalances.add_metric([], sample.completed_rebalances)
+            for (kind, state), count in sorted(sample.groups_by_state.items()):
+                groups.add_metric([kind, state], count)
+            for kind, count in sorted(sample.members.items()):
+                members.add_metric([kind], count)
+            for kind, count in sorted(sample.rebalances.items()):
+                rebalances.add_metric([kind], count)
             rebalance_time.add_metric([], sample.rebalance_seconds)
             commits.add_metric([], sample.offset_commits)
             expired.add_metric([], sample.offsets_expired)

@@ -66,7 +66,8 @@ def _field(codec: MessageCodec, f: Field, version: int, friendly: bool) -> Any:
     t = f.type
     if isinstance(t, StructSpec):
         inner = _struct(codec, t, version, friendly)
-        return st.none() | inner if f.tagged_in(version) else inner
+        nullable = f.tagged_in(version) or f.nullable_in(version)
+        return st.none() | inner if nullable else inner
     if isinstance(t, ArrayOf):
         if isinstance(t.item, StructSpec):
             item = _struct(codec, t.item, version, friendly)
@@ -118,6 +119,8 @@ def _canon_struct(codec: MessageCodec, s: StructSpec, value: Any, version: int) 
 def _canon_field(codec: MessageCodec, f: Field, value: Any, version: int) -> Any:
     t = f.type
     if isinstance(t, StructSpec):
+        if value is None and f.nullable_in(version) and not f.tagged_in(version):
+            return None  # a null struct (INT8 -1) differs from one of defaults
         return _canon_struct(codec, t, value, version)
     if value is None:
         return None

@@ -40,13 +40,12 @@ import argparse
 import sys
 from collections.abc import Iterable
 
-from broker.admin.client import AdminClientError, AdminConnection
+from broker.admin.client import AdminClientError, AdminConnection, BrokerRefused, check
 from broker.admin.client_security import (
     ClientSecurityError,
     add_command_config_argument,
     command_security,
 )
-from broker.errors import ErrorCode
 from broker.protocol.data import Data
 from broker.protocol.messages import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 from broker.security.acl import (
@@ -310,20 +309,10 @@ def _binding(resource: Data, acl: Data) -> AclBinding:
     )
 
 
-class BrokerRefused(Exception):
-    pass
-
-
-def _check(code: int, message: str | None, what: str) -> None:
-    if code != ErrorCode.NONE:
-        name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
-        raise BrokerRefused(f"{what}: {name}" + (f": {message}" if message else ""))
-
-
 def describe(conn: AdminConnection, f: AclBindingFilter) -> list[AclBinding]:
     version = conn.version_for(DESCRIBE_ACLS)
     resp = conn.call(DescribeAclsRequest(**_filter_fields(f)), version)
-    _check(resp.error_code, resp.error_message, "DescribeAcls")
+    check(resp.error_code, "DescribeAcls", resp.error_message)
     return [_binding(r, a) for r in resp.resources for a in r.acls]
 
 
@@ -342,7 +331,7 @@ def create(conn: AdminConnection, bindings: list[AclBinding]) -> None:
     ]
     resp = conn.call(CreateAclsRequest(creations=creations), conn.version_for(CREATE_ACLS))
     for b, r in zip(bindings, resp.results, strict=True):
-        _check(r.error_code, r.error_message, f"CreateAcls {b}")
+        check(r.error_code, f"CreateAcls {b}", r.error_message)
 
 
 def delete(conn: AdminConnection, filters: list[AclBindingFilter]) -> None:
@@ -351,7 +340,7 @@ def delete(conn: AdminConnection, filters: list[AclBindingFilter]) -> None:
     )
     resp = conn.call(request, conn.version_for(DELETE_ACLS))
     for r in resp.filter_results:
-        _check(r.error_code, r.error_message, "DeleteAcls")
+        check(r.error_code, "DeleteAcls", r.error_message)
 
 
 def _grouped(bindings: Iterable[AclBinding]) -> dict[ResourcePattern, list[AccessControlEntry]]:

@@ -10,7 +10,8 @@ It speaks to the bootstrap address only (the broker is a single node), asks
 ApiVersions first (v3, then v0 if the broker answers UNSUPPORTED_VERSION),
 and encodes and decodes with ``broker.protocol``; a response that does not
 arrive within the timeout, or a closed connection, raises
-:class:`AdminClientError`. On a secured listener ``security`` (a
+:class:`AdminClientError`; an error code in an answer becomes
+:class:`BrokerRefused` (``check``). On a secured listener ``security`` (a
 ``--command-config`` read by ``client_security.py``) does the TLS handshake
 before ApiVersions and the SASL exchange after it, as Kafka's clients do.
 """
@@ -39,6 +40,26 @@ class AdminClientError(Exception):
     """The broker could not be reached or answered something unreadable."""
 
 
+class BrokerRefused(Exception):
+    """The broker answered an error code (``code``: Kafka's, as an int)."""
+
+    def __init__(self, text: str, code: int) -> None:
+        super().__init__(text)
+        self.code = code
+
+
+def error_name(code: int) -> str:
+    return ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
+
+
+def check(code: int, what: str, message: str | None = None) -> None:
+    """BrokerRefused("<what>: <ERROR_NAME>[: message]") unless ``code`` is NONE."""
+    if code != ErrorCode.NONE:
+        raise BrokerRefused(
+            f"{what}: {error_name(code)}" + (f": {message}" if message else ""), code
+        )
+
+
 def parse_bootstrap(text: str) -> list[tuple[str, int]]:
     """``host:port[,host:port...]`` (``[v6]:port`` for IPv6 addresses)."""
     out = []
@@ -52,8 +73,10 @@ def parse_bootstrap(text: str) -> list[tuple[str, int]]:
 
 
 class AdminConnection:
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, address: tuple[str, int] = ("", -1)) -> None:
         self._sock = sock
+        #: the (host, port) it connected to
+        self.address = address
         self._correlation = itertools.count(1)
         self.versions: dict[int, tuple[int, int]] = {}
 
@@ -70,7 +93,7 @@ class AdminConnection:
             except OSError as exc:
                 errors.append(f"{host}:{port}: {exc}")
                 continue
-            conn = cls(sock)
+            conn = cls(sock, (host, port))
             try:
                 conn._negotiate()
                 security.authenticate(conn.call, conn.versions)
@@ -94,13 +117,19 @@ class AdminConnection:
             raise AdminClientError(f"ApiVersions failed: {ErrorCode(response.error_code).name}")
         self.versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
 
-    def version_for(self, api_key: int) -> int:
-        """The highest version of the API both sides speak."""
+    def version_for(
+        self, api_key: int, lowest: int | None = None, highest: int | None = None
+    ) -> int:
+        """The highest version of the API both sides speak, within [lowest, highest]
+        when the caller builds requests of those versions only."""
         ours = API_KEYS[api_key]
+        low = ours.min_version if lowest is None else max(lowest, ours.min_version)
+        high = ours.max_version if highest is None else min(highest, ours.max_version)
         theirs = self.versions.get(api_key)
-        if theirs is None or theirs[0] > ours.max_version or theirs[1] < ours.min_version:
-            raise AdminClientError(f"the broker does not serve {ours.name}")
-        return min(theirs[1], ours.max_version)
+        if theirs is None or theirs[0] > high or theirs[1] < low:
+            wanted = f" v{low}-v{high}" if (lowest, highest) != (None, None) else ""
+            raise AdminClientError(f"the broker does not serve {ours.name}{wanted}")
+        return min(theirs[1], high)
 
     def call(self, request: Data, version: int) -> Data:
         api_key = codec_for(request).spec.api_key

@@ -23,6 +23,8 @@ Every check a handler makes goes through here, usually as the handler's own
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from broker.errors import ErrorCode
 from broker.handlers.context import BrokerContext, RequestContext
 from broker.protocol import API_KEYS
@@ -63,6 +65,24 @@ def authorize(
     if report_denial:
         report_denied(broker, ctx, operation, resource_type, name)
     return False
+
+
+def filter_by_authorized(
+    broker: BrokerContext,
+    ctx: RequestContext,
+    operation: AclOperation,
+    resource_type: ResourceType,
+    names: Iterable[str],
+) -> set[str]:
+    """``AuthHelper.filterByAuthorized``: the names (each asked once) the principal may
+    do ``operation`` on; every denial is reported, as Kafka's ``logIfDenied`` default."""
+    if broker.authorizer is None:
+        return set(names)
+    return {
+        name
+        for name in dict.fromkeys(names)
+        if authorize(broker, ctx, operation, resource_type, name)
+    }
 
 
 def authorize_cluster(

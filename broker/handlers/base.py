@@ -10,7 +10,7 @@ completes: acks=all, long-poll Fetch), or None (no response: acks=0).
 from __future__ import annotations
 
 import abc
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from typing import ClassVar
 
 from broker.handlers import authorization
@@ -59,6 +59,16 @@ class RequestHandler(abc.ABC):
         return authorization.authorize(
             self.broker, ctx, operation, resource_type, name, report_denial=report_denial
         )
+
+    def filter_authorized(
+        self,
+        ctx: RequestContext,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        names: Iterable[str],
+    ) -> set[str]:
+        """The names the principal may do ``operation`` on (Kafka's ``filterByAuthorized``)."""
+        return authorization.filter_by_authorized(self.broker, ctx, operation, resource_type, names)
 
     def authorize_cluster(
         self, ctx: RequestContext, operation: AclOperation, *, report_denial: bool = True

@@ -4,6 +4,9 @@ Behaviour (``GroupCoordinatorShard.deleteGroups``): an empty group is
 deleted with its committed offsets (tombstones); NON_EMPTY_GROUP for a group
 with members, GROUP_ID_NOT_FOUND for an unknown one. Duplicate names are
 answered once (``KafkaApis.handleDeleteGroupsRequest``: ``distinct``).
+
+Authorization: DELETE on each group, else GROUP_AUTHORIZATION_FAILED for it;
+the refused groups are answered after the others, as Kafka appends them.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from broker.handlers.context import RequestContext
 from broker.handlers.group_support import coordinator
 from broker.protocol.data import Data
 from broker.protocol.messages import DeleteGroupsResponse
+from broker.security.acl import AclOperation, ResourceType
 
 
 class DeleteGroupsHandler(RequestHandler):
@@ -26,12 +30,20 @@ class DeleteGroupsHandler(RequestHandler):
 
     def handle(self, ctx: RequestContext, request: Data) -> Reply:
         replies: list[tuple[str, GroupReply[ErrorCode]]] = []
-        for group_id in dict.fromkeys(request.groups_names):
+        names = list(dict.fromkeys(request.groups_names))
+        deletable = self.filter_authorized(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
+        refused = [
+            (g, GroupReply.of(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+            for g in names
+            if g not in deletable
+        ]
+        for group_id in (g for g in names if g in deletable):
             try:
                 reply = coordinator(self.broker).delete_group(group_id)
             except KafkaError as exc:
                 reply = GroupReply.of(exc.code)
             replies.append((group_id, reply))
+        replies += refused
         if all(r.done for _, r in replies):
             return self._answer(ctx, [(g, r.value) for g, r in replies])
         return self._parked(ctx, replies)

@@ -3,8 +3,14 @@
 Behaviour (``GroupMetadataManager.describeGroups``): state, protocol type,
 the selected protocol and the members (with their subscription metadata
 only when Stable, and their assignment) of each group; an unknown group is
-described as "Dead" with no error, as Kafka does. Authorized operations are
-not computed (no ACLs): Kafka's "omitted" value.
+described as "Dead" with no error, as Kafka does.
+
+Authorization (``KafkaApis.handleDescribeGroupsRequest``): DESCRIBE on each
+group, else GROUP_AUTHORIZATION_FAILED for it; the refused groups come first
+in the answer, then the described ones. With include_authorized_operations
+(v3+) a described group carries KIP-430's bit field of what the principal
+may do on it (READ, DESCRIBE, DELETE: ``AclEntry.supportedOperations``),
+else Kafka's "omitted" value.
 
 Version notes: v1+ throttle_time_ms; v3+ include_authorized_operations;
 v4+ group_instance_id; v5+ flexible.
@@ -12,12 +18,14 @@ v4+ group_instance_id; v5+ flexible.
 
 from __future__ import annotations
 
-from broker.errors import KafkaError
+from broker.errors import ErrorCode, KafkaError
+from broker.handlers.authorization import authorized_operations
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.handlers.group_support import coordinator
 from broker.protocol.data import Data
 from broker.protocol.messages import DescribeGroupsResponse
+from broker.security.acl import AclOperation, ResourceType
 
 
 class DescribeGroupsHandler(RequestHandler):
@@ -26,14 +34,29 @@ class DescribeGroupsHandler(RequestHandler):
     MAX_VERSION = 5
 
     def handle(self, ctx: RequestContext, request: Data) -> Reply:
-        groups = []
+        with_operations = ctx.header.api_version >= 3 and request.include_authorized_operations
+        refused = []
+        described = []
         for group_id in request.groups:
+            if not self.authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+                refused.append(
+                    DescribeGroupsResponse.DescribedGroup(
+                        group_id=group_id, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED
+                    )
+                )
+                continue
             try:
-                described = coordinator(self.broker).describe_group(group_id)
+                group = coordinator(self.broker).describe_group(group_id)
             except KafkaError as exc:
-                described = DescribeGroupsResponse.DescribedGroup(
+                group = DescribeGroupsResponse.DescribedGroup(
                     group_id=group_id, error_code=exc.code
                 )
-            ctx.count_error(described.error_code)
-            groups.append(described)
+            if with_operations and group.error_code == ErrorCode.NONE:
+                group.authorized_operations = authorized_operations(
+                    self.broker, ctx, ResourceType.GROUP, group_id
+                )
+            described.append(group)
+        groups = refused + described
+        for g in groups:
+            ctx.count_error(g.error_code)
         return DescribeGroupsResponse(groups=groups)

@@ -2,6 +2,9 @@
 
 Behaviour (``KafkaApis.handleJoinGroupRequest``, ``GroupCoordinatorService.joinGroup``,
 ``GroupMetadataManager.classicGroupJoin``; ``broker/coordinator/group/classic.py``):
+- Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED (checked
+  first, as ``handleJoinGroupRequest``; the answer is ``getErrorResponse``'s:
+  no member id, generation -1).
 - An empty group id -> INVALID_GROUP_ID; a session timeout outside
   group.min/max.session.timeout.ms -> INVALID_SESSION_TIMEOUT; a shard still
   loading -> COORDINATOR_LOAD_IN_PROGRESS.
@@ -21,12 +24,13 @@ Version notes:
 from __future__ import annotations
 
 from broker.coordinator.group.reply import Reply as GroupReply
-from broker.errors import KafkaError
+from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.handlers.group_support import caller, coordinator
 from broker.protocol.data import Data
 from broker.protocol.messages import JoinGroupResponse
+from broker.security.acl import AclOperation, ResourceType
 
 
 def for_version(response: Data, version: int) -> Data:
@@ -47,6 +51,12 @@ class JoinGroupHandler(RequestHandler):
 
     def handle(self, ctx: RequestContext, request: Data) -> Reply:
         version = ctx.header.api_version
+        if not self.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+            ctx.count_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+            return for_version(
+                JoinGroupResponse(member_id="", error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED),
+                version,
+            )
         try:
             groups = coordinator(self.broker)
         except KafkaError as exc:

@@ -1,6 +1,8 @@
 """LeaveGroup (key 13), versions 0-5.
 
-Behaviour (``GroupMetadataManager.classicGroupLeave``): each listed member
+Behaviour (``KafkaApis.handleLeaveGroupRequest``,
+``GroupMetadataManager.classicGroupLeave``): READ on the group, else
+GROUP_AUTHORIZATION_FAILED (top level, no members); then each listed member
 leaves (by member id, or by group_instance_id alone for an admin removing a
 static member); the group rebalances. An unknown group answers every member
 UNKNOWN_MEMBER_ID.
@@ -18,6 +20,7 @@ from broker.handlers.context import RequestContext
 from broker.handlers.group_support import coordinator
 from broker.protocol.data import Data
 from broker.protocol.messages import LeaveGroupRequest, LeaveGroupResponse
+from broker.security.acl import AclOperation, ResourceType
 
 
 class LeaveGroupHandler(RequestHandler):
@@ -27,6 +30,9 @@ class LeaveGroupHandler(RequestHandler):
 
     def handle(self, ctx: RequestContext, request: Data) -> Reply:
         version = ctx.header.api_version
+        if not self.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+            ctx.count_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+            return LeaveGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
         if version < 3:
             request.members = [LeaveGroupRequest.MemberIdentity(member_id=request.member_id)]
         try:

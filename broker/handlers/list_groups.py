@@ -5,6 +5,11 @@ loaded shard, filtered by state (v4+, case-insensitive) and type (v5+;
 every group here is "classic"). COORDINATOR_LOAD_IN_PROGRESS while a shard
 loads.
 
+Authorization (``KafkaApis.handleListGroupsRequest``): DESCRIBE on the
+cluster lists every group; otherwise only the groups the principal may
+DESCRIBE are listed (no error, nothing counted or logged: Kafka asks both
+with ``logIfDenied = false``).
+
 Version notes: v1+ throttle_time_ms; v3+ flexible; v4+ states filter and
 group_state; v5+ types filter and group_type.
 """
@@ -17,6 +22,7 @@ from broker.handlers.context import RequestContext
 from broker.handlers.group_support import coordinator
 from broker.protocol.data import Data
 from broker.protocol.messages import ListGroupsResponse
+from broker.security.acl import AclOperation, ResourceType
 
 
 class ListGroupsHandler(RequestHandler):
@@ -25,11 +31,20 @@ class ListGroupsHandler(RequestHandler):
     MAX_VERSION = 5
 
     def handle(self, ctx: RequestContext, request: Data) -> Reply:
+        every_group = self.authorize_cluster(ctx, AclOperation.DESCRIBE, report_denial=False)
         try:
             response = coordinator(self.broker).list_groups(
                 request.states_filter, request.types_filter
             )
         except KafkaError as exc:
             response = ListGroupsResponse(error_code=exc.code)
+        if not every_group:
+            response.groups = [
+                g
+                for g in response.groups
+                if self.authorize(
+                    ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id, report_denial=False
+                )
+            ]
         ctx.count_error(response.error_code)
         return response

@@ -1,6 +1,9 @@
 """OffsetCommit (key 8), versions 0-9.
 
 Behaviour (``KafkaApis.handleOffsetCommitRequest``, ``OffsetMetadataManager.commitOffset``):
+- Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED on every
+  partition (``getErrorResponse``); then READ on each topic, else
+  TOPIC_AUTHORIZATION_FAILED on its partitions.
 - Partitions of topics or partitions that do not exist get
   UNKNOWN_TOPIC_OR_PARTITION; the others go to the group's coordinator shard.
 - A commit from a member is checked against the group (UNKNOWN_MEMBER_ID,
@@ -31,6 +34,7 @@ from broker.handlers.context import RequestContext
 from broker.handlers.group_support import coordinator
 from broker.protocol.data import Data
 from broker.protocol.messages import OffsetCommitRequest, OffsetCommitResponse
+from broker.security.acl import AclOperation, ResourceType
 
 
 class OffsetCommitHandler(RequestHandler):
@@ -39,57 +43,76 @@ class OffsetCommitHandler(RequestHandler):
     MAX_VERSION = 9
 
     def handle(self, ctx: RequestContext, request: Data) -> Reply:
+        if not self.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+            refused = commit_error_response(request.topics, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+            for t in refused.topics:
+                for p in t.partitions:
+                    ctx.count_error(p.error_code)
+            return refused
+        readable = self.filter_authorized(
+            ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics)
+        )
         rm = self.broker.replica_manager
         valid = []
-        unknown: dict[str, list[int]] = {}
+        refused_topics: dict[str, tuple[ErrorCode, list[int]]] = {}
         for topic in request.topics:
+            if topic.name not in readable:
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                refused_topics[topic.name] = (code, [p.partition_index for p in topic.partitions])
+                continue
             count = rm.partition_count(topic.name)
             known = [
                 p for p in topic.partitions if count is not None and 0 <= p.partition_index < count
             ]
             missing = [p.partition_index for p in topic.partitions if p not in known]
             if missing:
-                unknown[topic.name] = missing
+                refused_topics[topic.name] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, missing)
             if known:
                 valid.append(
                     OffsetCommitRequest.OffsetCommitRequestTopic(name=topic.name, partitions=known)
                 )
         if not valid:
-            return self._answer(ctx, request, None, unknown)
+            return self._answer(ctx, request, None, refused_topics)
         try:
             groups = coordinator(self.broker)
         except KafkaError as exc:
-            return self._answer(ctx, request, commit_error_response(valid, exc.code), unknown)
+            return self._answer(
+                ctx, request, commit_error_response(valid, exc.code), refused_topics
+            )
         reply = groups.commit_offsets(request, ctx.header.api_version, valid)
         if reply.done:
-            return self._answer(ctx, request, reply.value, unknown)
-        return self._parked(ctx, request, reply, unknown)
+            return self._answer(ctx, request, reply.value, refused_topics)
+        return self._parked(ctx, request, reply, refused_topics)
 
     async def _parked(
         self,
         ctx: RequestContext,
         request: Data,
         reply: GroupReply[Data],
-        unknown: dict[str, list[int]],
+        refused: dict[str, tuple[ErrorCode, list[int]]],
     ) -> Data:
-        return self._answer(ctx, request, await reply, unknown)
+        return self._answer(ctx, request, await reply, refused)
 
     @staticmethod
     def _answer(
-        ctx: RequestContext, request: Data, committed: Data | None, unknown: dict[str, list[int]]
+        ctx: RequestContext,
+        request: Data,
+        committed: Data | None,
+        refused: dict[str, tuple[ErrorCode, list[int]]],
     ) -> Data:
-        """The response in the request's topic order: unknown partitions first, as
-        ``OffsetCommitResponse.Builder`` adds them before merging the coordinator's."""
+        """The response in the request's topic order: refused partitions (unauthorized
+        topics, unknown partitions) first, as ``OffsetCommitResponse.Builder`` adds them
+        before merging the coordinator's."""
         codes: dict[tuple[str, int], int] = {}
         for topic in committed.topics if committed is not None else []:
             for p in topic.partitions:
                 codes[(topic.name, p.partition_index)] = p.error_code
         topics = []
         for topic in request.topics:
-            missing = unknown.get(topic.name, [])
+            refused_code, missing = refused.get(topic.name, (ErrorCode.NONE, []))
             partitions = [
                 OffsetCommitResponse.OffsetCommitResponsePartition(
-                    partition_index=i, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    partition_index=i, error_code=refused_code
                 )
                 for i in missing
             ]

@@ -11,6 +11,8 @@ from __future__ import annotations
 from broker.handlers.alter_configs import AlterConfigsHandler
 from broker.handlers.api_versions import ApiVersionsHandler
 from broker.handlers.base import RequestHandler
+from broker.handlers.consumer_group_describe import ConsumerGroupDescribeHandler
+from broker.handlers.consumer_group_heartbeat import ConsumerGroupHeartbeatHandler
 from broker.handlers.context import BrokerContext
 from broker.handlers.create_acls import CreateAclsHandler
 from broker.handlers.create_partitions import CreatePartitionsHandler
@@ -83,6 +85,9 @@ HANDLER_CLASSES: tuple[type[RequestHandler], ...] = (
     SaslAuthenticateHandler,
     DescribeUserScramCredentialsHandler,
     AlterUserScramCredentialsHandler,
+    # the consumer group protocol (KIP-848)
+    ConsumerGroupHeartbeatHandler,
+    ConsumerGroupDescribeHandler,
 )
 
 

@@ -3,6 +3,8 @@
 Behaviour (``KafkaApis.handleSyncGroupRequest``, ``GroupMetadataManager.classicGroupSync``):
 - v5+ must carry protocol_type and protocol_name, else
   INCONSISTENT_GROUP_PROTOCOL (``areMandatoryProtocolTypeAndNamePresent``).
+- Then READ on the group, else GROUP_AUTHORIZATION_FAILED
+  (``handleSyncGroupRequest`` checks in that order).
 - Followers wait (parked) for the leader's assignment; the leader's
   assignment is written as the group's metadata record and every waiting
   member is answered once it is durable (offsets.commit.required.acks).
@@ -20,6 +22,7 @@ from broker.handlers.context import RequestContext
 from broker.handlers.group_support import caller, coordinator
 from broker.protocol.data import Data
 from broker.protocol.messages import SyncGroupResponse
+from broker.security.acl import AclOperation, ResourceType
 
 
 class SyncGroupHandler(RequestHandler):
@@ -33,6 +36,9 @@ class SyncGroupHandler(RequestHandler):
         ):
             ctx.count_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
             return SyncGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        if not self.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+            ctx.count_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+            return SyncGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
         try:
             groups = coordinator(self.broker)
         except KafkaError as exc:

@@ -80,6 +80,10 @@ class ReplicaManager:
         self._inline_budget = inline_budget
         self._partitions: dict[tuple[str, int], Partition] = {}
         self._topics: dict[str, int] = {}
+        #: changes with every topic or partition added or removed (the group coordinator
+        #: recomputes what consumer groups subscribe to when it moved, as Kafka's
+        #: coordinator does on a new metadata image)
+        self.topics_version = 0
         for log in log_manager.all_logs():
             tp = log.topic_partition
             self._add(self._new_partition(tp.topic, tp.partition, log))
@@ -97,6 +101,7 @@ class ReplicaManager:
         )
 
     def _add(self, partition: Partition) -> None:
+        self.topics_version += 1
         self._partitions[(partition.topic, partition.partition)] = partition
         self._topics[partition.topic] = max(
             self._topics.get(partition.topic, 0), partition.partition + 1
@@ -200,3 +205,4 @@ class ReplicaManager:
             # appends still queued on it fail instead of writing to a deleted log
             self._partitions.pop(key).removed = True
         del self._topics[topic]
+        self.topics_version += 1

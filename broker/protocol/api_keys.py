@@ -35,6 +35,8 @@ outside ``min_version..max_version`` with UNSUPPORTED_VERSION.
      44  IncrementalAlterConfigs  0-1       1+
      47  OffsetDelete             0         none
      60  DescribeCluster          0-1       0+
+     68  ConsumerGroupHeartbeat   0-1       0+
+     69  ConsumerGroupDescribe    0-1       0+
 """
 
 from __future__ import annotations

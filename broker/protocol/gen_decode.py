@@ -65,7 +65,7 @@ def min_size(struct_: StructSpec, version: int, flexible: bool) -> int:
             continue
         t = f.type
         if isinstance(t, StructSpec):
-            total += min_size(t, version, flexible)
+            total += 1 if f.nullable_in(version) else min_size(t, version, flexible)
         elif isinstance(t, str) and t in FIXED_SIZES:
             total += FIXED_SIZES[t]
         elif flexible:
@@ -151,6 +151,16 @@ class DecoderEmitter:
             run.add(CODES[t], var, "_UUID(bytes={})" if t == "uuid" else None)
             return
         if isinstance(t, StructSpec):
+            if f.nullable_in(self.version):
+                # a nullable struct: INT8 -1 for null, else (any other value) the struct
+                marker = self.src.var("m")
+                run.add("b", marker)
+                run.flush()
+                with self.src.block(f"if {marker} < 0"):
+                    self.src.line(f"{var} = None")
+                with self.src.block("else"):
+                    self.struct(t, var)
+                return
             run.flush()
             self.struct(t, var)
             return

@@ -152,6 +152,16 @@ class EncoderEmitter:
         if isinstance(t, StructSpec):
             value = src.var()
             src.line(f"{value} = {expr}")
+            if f.nullable_in(self.version):
+                # a nullable struct: INT8 -1 for null, else 1 and the struct (Kafka's
+                # generated ``write``: ``_writable.writeByte((byte) -1)``)
+                run.add("b", f"(-1 if {value} is None else 1)")
+                run.flush()
+                with src.block(f"if {value} is not None"):
+                    inner = WriteRun(src)
+                    self.struct(t, value, inner)
+                    inner.flush()
+                return
             with src.block(f"if {value} is None"):
                 src.line(f"{value} = {src.const(self.default_struct(t))}")
             self.struct(t, value, run)

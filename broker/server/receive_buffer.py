@@ -17,10 +17,9 @@ that outgrows its buffer moves to one twice the size of what arrived of it
 (at most the frame's own size), so a peer announcing 100 MB and sending 12
 bytes costs 16 KiB; frames that fill their buffer while still in flight
 (pipelining) get one twice as large next, up to ``STREAM_BUFFER_BYTES``
-(fewer buffers to replace, and one read brings several frames, whose
-answers then go in one write: 16 KB requests pipelined 64 deep read and
-wrote once per request in buffers sized for one frame each). Buffers grown for large frames are pooled once no
-frame in flight points into them (``POOL_BUFFERS`` of at most
+(fewer buffers to replace, and one read brings several frames).
+Buffers grown for large frames are pooled once no frame in flight points
+into them (``POOL_BUFFERS`` of at most
 ``POOL_BUFFER_BYTES``, while the broker's receive budget is at most half
 used) and a frame that does not fit where it starts goes straight into a
 pooled buffer that holds it whole, so a warm producer of 1 MB requests pays

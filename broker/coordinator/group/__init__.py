@@ -1,4 +1,5 @@
-"""Kafka 3.9's group coordinator for one broker: classic groups and committed offsets.
+"""The group coordinator for one broker: classic groups (Kafka 3.9), consumer groups of the
+KIP-848 protocol (Kafka 4.0; ``consumer/``) and committed offsets.
 
 Modules::
 
@@ -16,6 +17,7 @@ Modules::
     writer.py          appends a shard's records and waits for them as acks=all does
     loader.py          reads a partition back at start, in slices
     coordinator.py     the facade the handlers call: routing, load state, admin operations
+    consumer/          consumer groups: ConsumerGroupHeartbeat, assignors, their records
 
 Everything runs on the event loop thread: no locks, timers are ``call_later``.
 """

@@ -25,10 +25,12 @@ from broker.coordinator.group.classic_group import (
     GroupState,
     reset_assignments,
 )
+from broker.coordinator.group.consumer.records import group_tombstones as consumer_group_tombstones
 from broker.coordinator.group.errors import GroupError, append_error_to_response_error
 from broker.coordinator.group.member import EMPTY_ASSIGNMENT, ClassicGroupMember, Protocols
 from broker.coordinator.group.rebalance import RebalanceOps, heartbeat_key
 from broker.coordinator.group.records import (
+    Record,
     empty_group_metadata_record,
     group_metadata_record,
 )
@@ -47,6 +49,10 @@ log = logging.getLogger(__name__)
 #: members of one group given an id but not joined with it yet (KIP-394), at most;
 #: Kafka keeps any number (docs/deviations.md)
 MAX_PENDING_MEMBERS = 10_000
+#: what a group record needs besides a member's protocol metadata (ids, client id and
+#: host, timeouts, the group's fields, the batch header): a member whose metadata leaves
+#: less than this under max.message.bytes cannot be stored even alone
+RECORD_HEADROOM = 8 * 1024
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,42 @@ class ClassicGroupManager(RebalanceOps):
         reply: Reply[Data] = Reply()
         group_id, member_id = request.group_id, request.member_id
         unknown = member_id == UNKNOWN_MEMBER_ID
+        largest = max((len(p.metadata) for p in request.protocols), default=0)
+        limit = self.max_batch_bytes() - RECORD_HEADROOM
+        if largest > limit:
+            # its group record could never be written: Kafka would accept the member and
+            # fail the SyncGroup with UNKNOWN_SERVER_ERROR (docs/deviations.md)
+            log.warning(
+                "[GroupId %s] Refused a JoinGroup from client %s: protocol metadata of %d bytes, "
+                "a group record holds at most %d (max.message.bytes of __consumer_offsets).",
+                group_id, caller.client_id, largest, limit,
+            )  # fmt: skip
+            reply.complete(
+                JoinGroupResponse(member_id=member_id, error_code=ErrorCode.MESSAGE_TOO_LARGE)
+            )
+            return reply
+        records: list[Record] = []
+        consumer = self.consumer_groups.get(group_id)
+        if consumer is not None:
+            if not consumer.is_empty:
+                # Kafka would take a classic member into the consumer group (online
+                # migration); with the migration policy "disabled" the group refuses it
+                log.info(
+                    "[GroupId %s] A classic member cannot join the consumer group %s: mixed "
+                    "groups are not served (group.consumer.migration.policy=disabled).",
+                    group_id,
+                    group_id,
+                )
+                reply.complete(
+                    JoinGroupResponse(
+                        member_id=UNKNOWN_MEMBER_ID,
+                        error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                    )
+                )
+                return reply
+            # an empty consumer group gives way (Kafka's maybeDeleteEmptyConsumerGroup)
+            records = consumer_group_tombstones(group_id, ())
+            self.remove_consumer_group(group_id)
         is_new_group = group_id not in self.groups
         try:
             group = self.get_or_create_group(group_id, unknown)
@@ -107,7 +149,7 @@ class ClassicGroupManager(RebalanceOps):
                     if self.groups.get(group_id) is group:
                         self.remove_group(group_id)  # the group was never committed
 
-            self.write([empty_group_metadata_record(group)], reverted)
+            self.write([*records, empty_group_metadata_record(group)], reverted)
         return reply
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
@@ -415,7 +457,13 @@ class ClassicGroupManager(RebalanceOps):
         elif group.is_in_state(GroupState.PREPARING_REBALANCE):
             reply.complete(SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS))
         elif group.is_in_state(GroupState.COMPLETING_REBALANCE):
-            group.member(member_id).awaiting_sync = reply
+            member = group.member(member_id)
+            if member.awaiting_sync is not None:
+                # a second SyncGroup before the first was answered (as for JoinGroup)
+                member.awaiting_sync.complete(
+                    SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS)
+                )
+            member.awaiting_sync = reply
             self.remove_pending_sync_member(group, member_id)
             if group.is_leader(member_id):
                 self._store_leader_assignment(group, request, member_id)

@@ -357,6 +357,16 @@ class ClassicGroup:
         self._count_protocols(member, 1)
         member.rebalance_timeout_ms = rebalance_timeout_ms
         member.session_timeout_ms = session_timeout_ms
+        displaced = member.awaiting_join
+        if reply is not None and displaced is not None and displaced is not reply:
+            # the member joined again before its parked JoinGroup was answered (a client that
+            # pipelines, or one retrying on another connection): Kafka leaves the first one
+            # unanswered, which would stall a pipelining connection (docs/deviations.md)
+            displaced.complete(
+                JoinGroupResponse(
+                    member_id=member.member_id, error_code=ErrorCode.REBALANCE_IN_PROGRESS
+                )
+            )
         if reply is not None and not member.is_awaiting_join:
             self.num_awaiting_join += 1
         elif reply is None and member.is_awaiting_join:

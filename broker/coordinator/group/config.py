@@ -12,13 +12,44 @@ compact, compression.type producer, segment.bytes = offsets.topic.segment.bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from broker.config import BrokerConfig, ConfigKey, ConfigType, in_range, register_broker_key
+from broker.errors import InvalidConfigError
 
 INT_MAX = 2**31 - 1
 GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 #: ``GroupCoordinatorConfig.CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS`` (not configurable in Kafka)
 CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
+#: the server assignors, by Kafka's short name and class name (``group.consumer.assignors``)
+CONSUMER_GROUP_ASSIGNORS = {
+    "uniform": "uniform",
+    "range": "range",
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+}
+#: ``group.consumer.migration.policy``: only "disabled" is served (docs/deviations.md)
+MIGRATION_POLICIES = ("disabled",)
+
+
+def _known_assignors(name: str, value: Any) -> None:
+    if not value:
+        raise InvalidConfigError(f"Invalid value {value} for configuration {name}: empty list")
+    for item in value:
+        if item not in CONSUMER_GROUP_ASSIGNORS:
+            raise InvalidConfigError(
+                f"Invalid value {item} for configuration {name}: this broker has the uniform "
+                "and range assignors (names or Kafka's class names)"
+            )
+
+
+def _migration_policy(name: str, value: Any) -> None:
+    if str(value).lower() not in MIGRATION_POLICIES:
+        raise InvalidConfigError(
+            f"Invalid value {value} for configuration {name}: only 'disabled' is supported; "
+            "a group is either classic or consumer, never both (docs/deviations.md)"
+        )
+
 
 _KEYS = (
     ConfigKey(
@@ -117,6 +148,41 @@ _KEYS = (
         "Most members of a classic group.",
         in_range(1),
     ),
+    ConfigKey(
+        "group.consumer.session.timeout.ms",
+        ConfigType.INT,
+        45_000,
+        "How long a member of a consumer group (KIP-848) lives without a heartbeat.",
+        in_range(1),
+    ),
+    ConfigKey(
+        "group.consumer.heartbeat.interval.ms",
+        ConfigType.INT,
+        5000,
+        "The heartbeat interval given to the members of a consumer group.",
+        in_range(1),
+    ),
+    ConfigKey(
+        "group.consumer.max.size",
+        ConfigType.INT,
+        INT_MAX,
+        "Most members of a consumer group.",
+        in_range(1),
+    ),
+    ConfigKey(
+        "group.consumer.assignors",
+        ConfigType.LIST,
+        ("uniform", "range"),
+        "The server-side assignors of consumer groups; the first is the default.",
+        _known_assignors,
+    ),
+    ConfigKey(
+        "group.consumer.migration.policy",
+        ConfigType.STRING,
+        "disabled",
+        "Conversion between classic and consumer groups: only 'disabled' here.",
+        _migration_policy,
+    ),
 )
 
 for _key in _KEYS:
@@ -140,6 +206,11 @@ class GroupConfig:
     classic_group_max_session_timeout_ms: int = 1_800_000
     classic_group_max_size: int = INT_MAX
     classic_group_new_member_join_timeout_ms: int = CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS
+    consumer_group_session_timeout_ms: int = 45_000
+    consumer_group_heartbeat_interval_ms: int = 5000
+    consumer_group_max_size: int = INT_MAX
+    #: short names, the default first
+    consumer_group_assignors: tuple[str, ...] = ("uniform", "range")
     #: acks=all waits for an fsync (the broker's acks.all.fsync)
     durable_fsync: bool = True
 
@@ -161,8 +232,26 @@ class GroupConfig:
             classic_group_min_session_timeout_ms=get("group.min.session.timeout.ms"),
             classic_group_max_session_timeout_ms=get("group.max.session.timeout.ms"),
             classic_group_max_size=get("group.max.size"),
+            consumer_group_session_timeout_ms=get("group.consumer.session.timeout.ms"),
+            consumer_group_heartbeat_interval_ms=get("group.consumer.heartbeat.interval.ms"),
+            consumer_group_max_size=get("group.consumer.max.size"),
+            consumer_group_assignors=tuple(
+                dict.fromkeys(
+                    CONSUMER_GROUP_ASSIGNORS[a] for a in config.get("group.consumer.assignors")
+                )
+            ),
             durable_fsync=bool(config.get("acks.all.fsync")),
-        )
+        ).checked()
+
+    def checked(self) -> GroupConfig:
+        """``GroupCoordinatorConfig``'s cross-key rule: the heartbeat interval of consumer
+        groups must be shorter than their session timeout."""
+        if self.consumer_group_heartbeat_interval_ms >= self.consumer_group_session_timeout_ms:
+            raise InvalidConfigError(
+                "group.consumer.heartbeat.interval.ms must be less than "
+                "group.consumer.session.timeout.ms"
+            )
+        return self
 
     def topic_configs(self) -> dict[str, object]:
         """``groupMetadataTopicConfigs``."""

@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Iterable, Iterator
 
 from broker.coordinator.group.classic import Caller
 from broker.coordinator.group.classic_group import GroupState
 from broker.coordinator.group.config import GROUP_METADATA_TOPIC_NAME, GroupConfig
+from broker.coordinator.group.consumer.group import CONSUMER_GROUP_TYPE
+from broker.coordinator.group.consumer.groups import ConsumerGroupMeters, TopicFilter
+from broker.coordinator.group.consumer.heartbeat import validate_heartbeat
 from broker.coordinator.group.errors import GroupError
 from broker.coordinator.group.loader import load_partition
 from broker.coordinator.group.offsets import commit_error_response
@@ -36,6 +40,8 @@ from broker.errors import ErrorCode, KafkaError
 from broker.partition.replica_manager import ReplicaManager
 from broker.protocol.data import Data
 from broker.protocol.messages import (
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatResponse,
     DescribeGroupsResponse,
     HeartbeatResponse,
     JoinGroupResponse,
@@ -57,6 +63,39 @@ def is_internal_topic(topic: str) -> bool:
     return topic == GROUP_METADATA_TOPIC_NAME
 
 
+class BrokerTopics:
+    """The broker's topics as the consumer groups see them (Kafka's ``TopicsImage``)."""
+
+    def __init__(self, replica_manager: ReplicaManager) -> None:
+        self._rm = replica_manager
+        self._names: dict[uuid.UUID, str] = {}
+        self._names_version = -1
+
+    @property
+    def version(self) -> int:
+        return self._rm.topics_version
+
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        raw = self._rm.log_manager.topic_id(name)
+        return None if raw is None else uuid.UUID(bytes=raw)
+
+    def partition_count(self, name: str) -> int | None:
+        return self._rm.partition_count(name)
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        if self._names_version != self._rm.topics_version:
+            self._names = {}
+            for name in self._rm.topics():
+                found = self.topic_id(name)
+                if found is not None:
+                    self._names[found] = name
+            self._names_version = self._rm.topics_version
+        return self._names.get(topic_id)
+
+    def topic_names(self) -> Iterable[str]:
+        return self._rm.topics().keys()
+
+
 class GroupCoordinator:
     def __init__(
         self,
@@ -72,6 +111,8 @@ class GroupCoordinator:
         self.timer: CoordinatorTimer = timer if timer is not None else LoopTimer()
         self.writer = RecordWriter(replica_manager, durability, config, time_ms)
         self.meters = GroupMeters()
+        self.consumer_meters = ConsumerGroupMeters()
+        self.topics = BrokerTopics(replica_manager)
         self.shards: dict[int, Shard] = {}
         self.num_partitions = config.offsets_topic_num_partitions
         self._load_task: asyncio.Task[None] | None = None
@@ -86,6 +127,9 @@ class GroupCoordinator:
             time_ms=self.time_ms,
             writer=self.writer.write,
             meters=self.meters,
+            topics=self.topics,
+            consumer_meters=self.consumer_meters,
+            max_batch_bytes=lambda: self.writer.max_batch_bytes(index),
         )
 
     def startup(self) -> None:
@@ -245,6 +289,38 @@ class GroupCoordinator:
             return LeaveGroupResponse(error_code=exc.code)
         return shard.classic.leave(request)
 
+    # ---- the consumer protocol (KIP-848) -------------------------------------------------------
+
+    def consumer_group_heartbeat(
+        self, caller: Caller, request: Data, authorized_topics: TopicFilter | None = None
+    ) -> Reply[Data]:
+        """``GroupCoordinatorService.consumerGroupHeartbeat``: the request's checks, then
+        the group's shard (``authorized_topics``: the caller's topic ACLs, for regexes)."""
+        try:
+            validate_heartbeat(request, caller.api_version, self.config.consumer_group_assignors)
+            shard = self.shard_of(request.group_id)
+        except KafkaError as exc:
+            return Reply.of(
+                ConsumerGroupHeartbeatResponse(error_code=exc.code, error_message=str(exc) or None)
+            )
+        return shard.consumer.heartbeat(
+            caller.client_id, caller.client_host, request, authorized_topics
+        )
+
+    def consumer_group_describe(self, group_id: str) -> Data:
+        """One group of ConsumerGroupDescribe; GROUP_ID_NOT_FOUND unless a consumer group."""
+        if not group_id:
+            return ConsumerGroupDescribeResponse.DescribedGroup(
+                group_id=group_id, error_code=ErrorCode.INVALID_GROUP_ID
+            )
+        try:
+            shard = self.shard_of(group_id)
+        except KafkaError as exc:
+            return ConsumerGroupDescribeResponse.DescribedGroup(
+                group_id=group_id, error_code=exc.code
+            )
+        return shard.consumer.describe(group_id)
+
     # ---- offsets ------------------------------------------------------------------------------
 
     def commit_offsets(self, request: Data, api_version: int, topics: list[Data]) -> Reply[Data]:
@@ -254,8 +330,15 @@ class GroupCoordinator:
             return Reply.of(commit_error_response(topics, exc.code))
         return shard.offsets.commit(request, api_version, topics)
 
-    def fetch_offsets(self, group_id: str, topics: list[Data] | None) -> Data:
-        """One group of OffsetFetch (``topics`` None: every committed offset)."""
+    def fetch_offsets(
+        self,
+        group_id: str,
+        topics: list[Data] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
+    ) -> Data:
+        """One group of OffsetFetch (``topics`` None: every committed offset); a member of
+        a consumer group is checked by its epoch (v9+)."""
         try:
             shard = self.shard_of(group_id)
         except KafkaError as exc:
@@ -263,8 +346,8 @@ class GroupCoordinator:
                 group_id=group_id, error_code=exc.code
             )
         if topics is None:
-            return shard.offsets.fetch_all(group_id)
-        return shard.offsets.fetch(group_id, topics)
+            return shard.offsets.fetch_all(group_id, member_id, member_epoch)
+        return shard.offsets.fetch(group_id, topics, member_id, member_epoch)
 
     def delete_offsets(self, request: Data) -> Reply[Data]:
         if not request.group_id:
@@ -282,21 +365,29 @@ class GroupCoordinator:
         fails the whole request when one shard does)."""
         if self.loading():
             return ListGroupsResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-        wanted_states = {s.lower() for s in states}
-        wanted_types = {t.lower() for t in types}
+        wanted_states = {s.lower().strip() for s in states}
+        wanted_types = {t.lower().strip() for t in types}
         groups = []
         for shard in self.active_shards():
-            for group in shard.classic.groups.values():
-                if wanted_states and str(group.state).lower() not in wanted_states:
+            listed = [
+                (g.group_id, g.protocol_type or "", str(g.state), CLASSIC_GROUP_TYPE)
+                for g in shard.classic.groups.values()
+            ] + [
+                (g.group_id, g.protocol_type, str(g.state), CONSUMER_GROUP_TYPE)
+                for g in shard.consumer.groups.values()
+            ]
+            for group_id, protocol_type, state, kind in listed:
+                # an unknown state or type matches nothing (Kafka's listGroups)
+                if wanted_states and state.lower() not in wanted_states:
                     continue
-                if wanted_types and CLASSIC_GROUP_TYPE not in wanted_types:
+                if wanted_types and kind not in wanted_types:
                     continue
                 groups.append(
                     ListGroupsResponse.ListedGroup(
-                        group_id=group.group_id,
-                        protocol_type=group.protocol_type or "",
-                        group_state=str(group.state),
-                        group_type=CLASSIC_GROUP_TYPE,
+                        group_id=group_id,
+                        protocol_type=protocol_type,
+                        group_state=state,
+                        group_type=kind,
                     )
                 )
         return ListGroupsResponse(groups=groups)
@@ -363,17 +454,37 @@ class GroupCoordinator:
 
     # ---- numbers for the metrics --------------------------------------------------------------
 
-    def groups_by_state(self) -> dict[str, int]:
-        counts = {str(s): 0 for s in GroupState if s is not GroupState.DEAD}
+    def groups_by_state(self) -> dict[tuple[str, str], int]:
+        """(group type, state) -> groups, every state of both types present."""
+        counts = {(CLASSIC_GROUP_TYPE, str(s)): 0 for s in GroupState if s is not GroupState.DEAD}
         for shard in self.shards.values():
             for group in shard.classic.groups.values():
-                key = str(group.state)
+                key = (CLASSIC_GROUP_TYPE, str(group.state))
                 if key in counts:
                     counts[key] += 1
+        consumer_states = [shard.consumer.states() for shard in self.shards.values()]
+        for state in ("Empty", "Assigning", "Reconciling", "Stable"):
+            counts[(CONSUMER_GROUP_TYPE, state)] = sum(c.get(state, 0) for c in consumer_states)
         return counts
 
-    def num_members(self) -> int:
-        return sum(g.num_members for s in self.shards.values() for g in s.classic.groups.values())
+    def num_members(self) -> dict[str, int]:
+        """Group type -> members."""
+        shards = self.shards.values()
+        return {
+            CLASSIC_GROUP_TYPE: sum(
+                g.num_members for s in shards for g in s.classic.groups.values()
+            ),
+            CONSUMER_GROUP_TYPE: sum(
+                g.num_members for s in shards for g in s.consumer.groups.values()
+            ),
+        }
+
+    def rebalances(self) -> dict[str, int]:
+        """Group type -> rebalances (classic: completed; consumer: group epoch bumps)."""
+        return {
+            CLASSIC_GROUP_TYPE: self.meters.completed_rebalances,
+            CONSUMER_GROUP_TYPE: self.consumer_meters.rebalances,
+        }
 
     def committed_offsets(self) -> Iterator[tuple[str, str, int, int]]:
         """(group, topic, partition, committed offset) of every committed offset."""

@@ -32,7 +32,9 @@ def group_id_not_found(group_id: str) -> GroupError:
 
 def append_error_to_response_error(code: ErrorCode) -> ErrorCode:
     """``GroupMetadataManager.appendGroupMetadataErrorToResponseError`` (also what
-    ``GroupCoordinatorService.handleOperationException`` maps a write failure to)."""
+    ``GroupCoordinatorService.handleOperationException`` maps a write failure to), but a
+    record too large for ``__consumer_offsets`` stays MESSAGE_TOO_LARGE: Kafka answers
+    UNKNOWN_SERVER_ERROR, which tells the client nothing (docs/deviations.md)."""
     if code in (
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ErrorCode.NOT_ENOUGH_REPLICAS,
@@ -41,10 +43,8 @@ def append_error_to_response_error(code: ErrorCode) -> ErrorCode:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
         return ErrorCode.NOT_COORDINATOR
-    if code in (
-        ErrorCode.MESSAGE_TOO_LARGE,
-        ErrorCode.RECORD_LIST_TOO_LARGE,
-        ErrorCode.INVALID_FETCH_SIZE,
-    ):
+    if code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):
+        return ErrorCode.MESSAGE_TOO_LARGE
+    if code is ErrorCode.INVALID_FETCH_SIZE:
         return ErrorCode.UNKNOWN_SERVER_ERROR
     return code

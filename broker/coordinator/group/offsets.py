@@ -1,7 +1,8 @@
 """Committed offsets: commit, fetch, delete and expiration (``OffsetMetadataManager``).
 
 Offsets live per group, topic and partition. A commit is validated against
-the group (generation, member, static instance), written as OffsetCommit
+the group (a classic one: generation, member, static instance; a consumer
+group: member and member epoch, STALE_MEMBER_EPOCH), written as OffsetCommit
 records, and becomes visible (and is answered) once the write is done:
 appended, and durable when ``offsets.commit.required.acks`` is -1. A
 commit with no generation (-1) and no member is a *simple* commit (an
@@ -24,6 +25,9 @@ from typing import NamedTuple
 
 from broker.coordinator.group.classic import ClassicGroupManager
 from broker.coordinator.group.classic_group import ClassicGroup, GroupState
+from broker.coordinator.group.consumer.group import ConsumerGroup
+from broker.coordinator.group.consumer.heartbeat import ConsumerGroupManager
+from broker.coordinator.group.consumer.records import group_tombstones
 from broker.coordinator.group.errors import (
     GroupError,
     append_error_to_response_error,
@@ -63,18 +67,22 @@ class OffsetAndMetadata(NamedTuple):
 
 
 Offsets = dict[str, dict[str, dict[int, OffsetAndMetadata]]]
+#: a group of either protocol (one id namespace)
+Group = ClassicGroup | ConsumerGroup
 
 
 class OffsetManager:
-    def __init__(
+    def __init__(  # noqa: PLR0917 (the shard's collaborators)
         self,
         groups: ClassicGroupManager,
+        consumer: ConsumerGroupManager,
         write: Writer,
         time_ms: Callable[[], int],
         offset_metadata_max_size: int,
         offsets_retention_ms: int,
     ) -> None:
         self.groups = groups
+        self.consumer = consumer
         self.write = write
         self.time_ms = time_ms
         self.offset_metadata_max_size = offset_metadata_max_size
@@ -85,6 +93,17 @@ class OffsetManager:
         self.expired = 0
 
     # ---- lookups ------------------------------------------------------------------------------
+
+    def group(self, group_id: str) -> Group | None:
+        """The group of either protocol with that id."""
+        found: Group | None = self.groups.groups.get(group_id)
+        return found if found is not None else self.consumer.groups.get(group_id)
+
+    def _remove_group(self, group_id: str) -> None:
+        if group_id in self.consumer.groups:
+            self.consumer.remove_group(group_id)
+        else:
+            self.groups.remove_group(group_id)
 
     def get(self, group_id: str, topic: str, partition: int) -> OffsetAndMetadata | None:
         return self.offsets.get(group_id, {}).get(topic, {}).get(partition)
@@ -110,18 +129,28 @@ class OffsetManager:
 
     # ---- OffsetCommit -------------------------------------------------------------------------
 
-    def _validate_commit(self, request: Data, api_version: int) -> ClassicGroup:
-        group = self.groups.groups.get(request.group_id)
+    def _validate_commit(self, request: Data, api_version: int) -> Group:
+        """``OffsetMetadataManager.validateOffsetCommit``."""
+        epoch = request.generation_id_or_member_epoch
+        group = self.group(request.group_id)
         if group is None:
-            if request.generation_id_or_member_epoch < 0:
-                group = self.groups.new_group(request.group_id)
-            elif api_version >= 9:
+            if epoch < 0:
+                return self.groups.new_group(request.group_id)  # a simple group
+            if api_version >= 9:
                 raise group_id_not_found(request.group_id)
-            else:
-                raise GroupError(ErrorCode.ILLEGAL_GENERATION)
-        group.validate_offset_commit(
-            request.member_id, request.group_instance_id, request.generation_id_or_member_epoch
-        )
+            raise GroupError(ErrorCode.ILLEGAL_GENERATION)
+        if isinstance(group, ConsumerGroup):
+            try:
+                group.validate_offset_commit(
+                    request.member_id, request.group_instance_id, epoch, api_version
+                )
+            except GroupError as exc:
+                # STALE_MEMBER_EPOCH is the new protocol's, which commits with v9+
+                if exc.code is ErrorCode.STALE_MEMBER_EPOCH and api_version < 9:
+                    raise GroupError(ErrorCode.UNSUPPORTED_VERSION) from exc
+                raise
+            return group
+        group.validate_offset_commit(request.member_id, request.group_instance_id, epoch)
         return group
 
     def commit(self, request: Data, api_version: int, topics: list[Data]) -> Reply[Data]:
@@ -133,7 +162,10 @@ class OffsetManager:
         except KafkaError as exc:
             reply.complete(commit_error_response(topics, exc.code))
             return reply
-        if group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
+        if isinstance(group, ClassicGroup) and group.state in (
+            GroupState.STABLE,
+            GroupState.PREPARING_REBALANCE,
+        ):
             member = group.members.get(request.member_id)
             if member is not None:
                 self.groups.reschedule_heartbeat(group, member)
@@ -202,13 +234,32 @@ class OffsetManager:
 
     # ---- OffsetFetch --------------------------------------------------------------------------
 
-    def _fetchable(self, group_id: str) -> bool:
-        group = self.groups.groups.get(group_id)
-        return group is not None and group.state is not GroupState.DEAD
+    def _fetchable(self, group_id: str, member_id: str | None, member_epoch: int) -> bool:
+        """``validateOffsetFetch``: False for an unknown group (its partitions answer -1);
+        a consumer group checks the member and its epoch (GroupError)."""
+        group = self.group(group_id)
+        if group is None:
+            return False
+        if isinstance(group, ConsumerGroup):
+            group.validate_offset_fetch(member_id, member_epoch)
+            return True
+        return group.state is not GroupState.DEAD
 
-    def fetch(self, group_id: str, topics: list[Data]) -> Data:
+    def fetch(
+        self,
+        group_id: str,
+        topics: list[Data],
+        member_id: str | None = None,
+        member_epoch: int = -1,
+    ) -> Data:
         """``fetchOffsets`` for the listed partitions: -1 where nothing is committed."""
-        known = self.offsets.get(group_id, {}) if self._fetchable(group_id) else {}
+        try:
+            fetchable = self._fetchable(group_id, member_id, member_epoch)
+        except KafkaError as exc:
+            return OffsetFetchResponse.OffsetFetchResponseGroup(
+                group_id=group_id, error_code=exc.code
+            )
+        known = self.offsets.get(group_id, {}) if fetchable else {}
         out = []
         for topic in topics:
             committed = known.get(topic.name, {})
@@ -223,10 +274,18 @@ class OffsetManager:
             )
         return OffsetFetchResponse.OffsetFetchResponseGroup(group_id=group_id, topics=out)
 
-    def fetch_all(self, group_id: str) -> Data:
+    def fetch_all(
+        self, group_id: str, member_id: str | None = None, member_epoch: int = -1
+    ) -> Data:
         """``fetchAllOffsets``: every committed offset of the group."""
         out = []
-        if self._fetchable(group_id):
+        try:
+            fetchable = self._fetchable(group_id, member_id, member_epoch)
+        except KafkaError as exc:
+            return OffsetFetchResponse.OffsetFetchResponseGroup(
+                group_id=group_id, error_code=exc.code
+            )
+        if fetchable:
             for topic, partitions in self.offsets.get(group_id, {}).items():
                 out.append(
                     OffsetFetchResponse.OffsetFetchResponseTopics(
@@ -241,7 +300,7 @@ class OffsetManager:
     def delete(self, request: Data) -> Reply[Data]:
         """``deleteOffsets``: tombstones for the committed offsets of unsubscribed topics."""
         reply: Reply[Data] = Reply()
-        group = self.groups.groups.get(request.group_id)
+        group = self.group(request.group_id)
         try:
             if group is None:
                 raise group_id_not_found(request.group_id)
@@ -292,7 +351,7 @@ class OffsetManager:
     def delete_group(self, group_id: str) -> Reply[ErrorCode]:
         """One group of DeleteGroups: its offsets' tombstones and the group's."""
         reply: Reply[ErrorCode] = Reply()
-        group = self.groups.groups.get(group_id)
+        group = self.group(group_id)
         try:
             if group is None:
                 raise group_id_not_found(group_id)
@@ -305,14 +364,14 @@ class OffsetManager:
             for topic, partitions in self.offsets.get(group_id, {}).items()
             for partition in partitions
         ]
-        records.append(group_tombstone(group_id))
+        records += _group_tombstones(group)
 
         def written(code: ErrorCode) -> None:
             if code is not ErrorCode.NONE:
                 reply.complete(append_error_to_response_error(code))
                 return
             self.offsets.pop(group_id, None)
-            self.groups.remove_group(group_id)
+            self._remove_group(group_id)
             reply.complete(ErrorCode.NONE)
 
         self.write(records, written)
@@ -327,10 +386,14 @@ class OffsetManager:
         records: list[Record] = []
         expired: list[tuple[str, str, int]] = []
         deleted_groups: list[str] = []
-        for group_id, group in list(self.groups.groups.items()):
+        groups: list[tuple[str, Group]] = [
+            *self.groups.groups.items(),
+            *self.consumer.groups.items(),
+        ]
+        for group_id, group in groups:
             all_expired = self._expired_offsets(group_id, group, now, records, expired)
             if all_expired and group.is_empty:
-                records.append(group_tombstone(group_id))
+                records += _group_tombstones(group)
                 deleted_groups.append(group_id)
         if not records:
             return 0
@@ -343,9 +406,9 @@ class OffsetManager:
                 self._remove(group_id, topic, partition)
             self.expired += len(expired)
             for group_id in deleted_groups:
-                group = self.groups.groups.get(group_id)
+                group = self.group(group_id)
                 if group is not None and group.is_empty and group_id not in self.offsets:
-                    self.groups.remove_group(group_id)
+                    self._remove_group(group_id)
 
         self.write(records, written)
         return len(records)
@@ -353,7 +416,7 @@ class OffsetManager:
     def _expired_offsets(
         self,
         group_id: str,
-        group: ClassicGroup,
+        group: Group,
         now: int,
         records: list[Record],
         expired: list[tuple[str, str, int]],
@@ -411,8 +474,8 @@ class OffsetManager:
         if value is None:
             self._remove(group_id, topic, partition)
             return
-        if group_id not in self.groups.groups:
-            self.groups.new_group(group_id)
+        if self.group(group_id) is None:
+            self.groups.new_group(group_id)  # a simple group, until its own records come
         self._put(
             group_id,
             topic,
@@ -426,6 +489,13 @@ class OffsetManager:
                 record_offset,
             ),
         )
+
+
+def _group_tombstones(group: Group) -> list[Record]:
+    """``Group.createGroupTombstoneRecords``."""
+    if isinstance(group, ConsumerGroup):
+        return group_tombstones(group.group_id, group.members)
+    return [group_tombstone(group.group_id)]
 
 
 def _fetched(index: int, om: OffsetAndMetadata | None) -> Data:

@@ -21,7 +21,8 @@ Timer keys (``GroupMetadataManager``): ``heartbeat-<group>-<member>``,
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from broker.coordinator.group.classic_group import (
     UNKNOWN_MEMBER_ID,
@@ -56,6 +57,13 @@ def sync_key(group_id: str) -> str:
     return f"sync-{group_id}"
 
 
+class OtherGroup(Protocol):
+    """A consumer group, as the classic protocol sees one with its id."""
+
+    @property
+    def is_empty(self) -> bool: ...
+
+
 class GroupMeters:
     """Counts the coordinator keeps for the metrics (read when scraped)."""
 
@@ -84,6 +92,11 @@ class RebalanceOps:
         self.write = write
         self.meters = meters or GroupMeters()
         self.groups: dict[str, ClassicGroup] = {}
+        #: the shard's consumer groups: one id namespace, a group is of one type
+        self.consumer_groups: Mapping[str, OtherGroup] = {}
+        self.remove_consumer_group: Callable[[str], None] = lambda _group_id: None
+        #: the largest record batch the shard's partition takes (max.message.bytes)
+        self.max_batch_bytes: Callable[[], int] = lambda: 2**31 - 1
         #: when each group's current rebalance started (for the rebalance time)
         self._rebalance_started: dict[str, int] = {}
 

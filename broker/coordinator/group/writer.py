@@ -54,6 +54,11 @@ class RecordWriter:
         #: batches appended (tests and the benchmark read it)
         self.appends = 0
 
+    def max_batch_bytes(self, partition_index: int) -> int:
+        """The largest batch the partition takes (its ``max.message.bytes``)."""
+        partition = self._rm.get_partition(GROUP_METADATA_TOPIC_NAME, partition_index)
+        return 2**31 - 1 if partition is None else int(partition.log.config.max_message_bytes)
+
     def write(self, partition_index: int, records: list[Record], on_done: OnWritten | None) -> None:
         done = on_done or _ignore
         partition = self._rm.get_partition(GROUP_METADATA_TOPIC_NAME, partition_index)

@@ -1,6 +1,6 @@
 """Hand-written descriptions of the Kafka messages this broker speaks, grouped by API.
 
-Each module transcribes Kafka 3.9's
+Each module transcribes Kafka 3.9's (the KIP-848 APIs: 4.0's)
 ``clients/src/main/resources/common/message/<Name>{Request,Response}.json``
 into the DSL of ``broker/protocol/schema.py`` (field names in snake_case,
 every version range, nullable range, default and tag kept) and shows the
@@ -35,6 +35,12 @@ from broker.protocol.schemas.configs import (
     DESCRIBE_CONFIGS_RESPONSE,
     INCREMENTAL_ALTER_CONFIGS_REQUEST,
     INCREMENTAL_ALTER_CONFIGS_RESPONSE,
+)
+from broker.protocol.schemas.consumer_groups import (
+    CONSUMER_GROUP_DESCRIBE_REQUEST,
+    CONSUMER_GROUP_DESCRIBE_RESPONSE,
+    CONSUMER_GROUP_HEARTBEAT_REQUEST,
+    CONSUMER_GROUP_HEARTBEAT_RESPONSE,
 )
 from broker.protocol.schemas.fetch import FETCH_REQUEST, FETCH_RESPONSE
 from broker.protocol.schemas.group_offsets import (
@@ -131,6 +137,8 @@ API_MESSAGES: tuple[tuple[MessageSpec, MessageSpec], ...] = tuple(
             (SASL_AUTHENTICATE_REQUEST, SASL_AUTHENTICATE_RESPONSE),
             (DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST, DESCRIBE_USER_SCRAM_CREDENTIALS_RESPONSE),
             (ALTER_USER_SCRAM_CREDENTIALS_REQUEST, ALTER_USER_SCRAM_CREDENTIALS_RESPONSE),
+            (CONSUMER_GROUP_HEARTBEAT_REQUEST, CONSUMER_GROUP_HEARTBEAT_RESPONSE),
+            (CONSUMER_GROUP_DESCRIBE_REQUEST, CONSUMER_GROUP_DESCRIBE_RESPONSE),
         ],
         key=lambda pair: pair[0].api_key,
     )

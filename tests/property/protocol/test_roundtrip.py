@@ -31,7 +31,7 @@ def test_roundtrip(name, version, data):
 
 
 def test_every_version_is_covered():
-    # 34 APIs, request and response each: Kafka 3.9's version counts
+    # 36 APIs, request and response each: Kafka 3.9's version counts (4.0's for KIP-848)
     base = 12 + 18 + 10 + 13 + 7 + 5 + 8 + 7 + 3 + 6 + 5 + 5 + 3 + 5 + 4 + 2 + 2
     # DescribeAcls, CreateAcls, DeleteAcls
     acls = 4 + 4 + 4
@@ -40,4 +40,6 @@ def test_every_version_is_covered():
     groups = 10 + 6 + 5 + 6 + 10 + 10 + 1 + 6 + 6 + 3
     # SaslHandshake 0-1, SaslAuthenticate 0-2, Describe/AlterUserScramCredentials 0
     sasl = 2 + 3 + 1 + 1
-    assert len(CASES) == 2 * (base + acls + groups + sasl)
+    # ConsumerGroupHeartbeat, ConsumerGroupDescribe (Kafka 4.0)
+    consumer_groups = 2 + 2
+    assert len(CASES) == 2 * (base + acls + groups + sasl + consumer_groups)

@@ -76,7 +76,15 @@ def exposition_with_every_child() -> str:
     """The /metrics text after every labelled child has been created once."""
     metrics = BrokerMetrics(records_implementation="compiled", event_loop="uvloop", version="0")
     metrics.log_provider = lambda: [LogSample("t", 0, 10, 0, 1000, 1)]
-    metrics.group_provider = lambda: GroupSample({"Stable": 1}, 2, 3, 0.5, 4, 0, [("g", "t", 0, 7)])
+    metrics.group_provider = lambda: GroupSample(
+        {("classic", "Stable"): 1, ("consumer", "Reconciling"): 1},
+        {"classic": 2, "consumer": 3},
+        {"classic": 3, "consumer": 5},
+        0.5,
+        4,
+        0,
+        [("g", "t", 0, 7)],
+    )
     metrics.cleaner_provider = lambda: CleanerSample(1, 2, 3, 4, 0, 5, 6, {"/data": (1, 100)})
     metrics.topic("t").messages_in.inc()
     for api in ("Produce", "Fetch", "Metadata"):

@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from broker.coordinator.group.classic import Caller
 from broker.coordinator.group.config import GroupConfig
+from broker.coordinator.group.consumer.assignor import GroupAssignment, GroupSpec
+from broker.coordinator.group.consumer.member import freeze
 from broker.coordinator.group.rebalance import OnWritten
 from broker.coordinator.group.records import Record
 from broker.coordinator.group.reply import Reply
 from broker.coordinator.group.shard import Shard
 from broker.errors import ErrorCode
 from broker.protocol.messages import (
+    ConsumerGroupHeartbeatRequest,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
@@ -45,6 +49,56 @@ def protocols(*names: str, topics: tuple[str, ...] = ("foo",)) -> list[Any]:
         JoinGroupRequest.JoinGroupRequestProtocol(name=n, metadata=subscription(*topics))
         for n in names
     ]
+
+
+class Topics:
+    """A topics image the test edits (Kafka's ``MetadataImageBuilder``)."""
+
+    def __init__(self) -> None:
+        self.version = 0
+        self.ids: dict[str, uuid.UUID] = {}
+        self.counts: dict[str, int] = {}
+
+    def add(self, name: str, partitions: int, topic_id: uuid.UUID | None = None) -> uuid.UUID:
+        self.ids[name] = topic_id or self.ids.get(name) or uuid.uuid4()
+        self.counts[name] = partitions
+        self.version += 1
+        return self.ids[name]
+
+    def delete(self, name: str) -> None:
+        del self.ids[name], self.counts[name]
+        self.version += 1
+
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        return self.ids.get(name)
+
+    def partition_count(self, name: str) -> int | None:
+        return self.counts.get(name)
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        return next((n for n, i in self.ids.items() if i == topic_id), None)
+
+    def topic_names(self) -> Iterable[str]:
+        return list(self.ids)
+
+
+class MockAssignor:
+    """``MockPartitionAssignor``: answers the assignment the test prepared."""
+
+    def __init__(self, name: str = "range") -> None:
+        self.name = name
+        self.prepared: GroupAssignment = {}
+        self.calls: list[GroupSpec] = []
+        self.error: Exception | None = None
+
+    def prepare(self, assignment: Mapping[str, Mapping[uuid.UUID, Iterable[int]]]) -> None:
+        self.prepared = {m: freeze(a) for m, a in assignment.items()}
+
+    def assign(self, spec: GroupSpec, partitions: Mapping[uuid.UUID, int]) -> GroupAssignment:
+        self.calls.append(spec)
+        if self.error is not None:
+            raise self.error
+        return dict(self.prepared)
 
 
 class Clock:
@@ -101,7 +155,15 @@ class Context:
         self.fail_with: ErrorCode | None = None
         self.hold = False
         self.held: list[OnWritten] = []
-        self.shard = Shard(0, self.config, timer=self.timer, time_ms=self.clock, writer=self._write)
+        self.topics = Topics()
+        self.shard = Shard(
+            0,
+            self.config,
+            timer=self.timer,
+            time_ms=self.clock,
+            writer=self._write,
+            topics=self.topics,
+        )
         self.shard.on_loaded()
 
     @property
@@ -125,6 +187,30 @@ class Context:
         held, self.held = self.held, []
         for done in held:
             done(code)
+
+    # ---- the consumer protocol ------------------------------------------------------------
+
+    @property
+    def consumer(self) -> Any:
+        return self.shard.consumer
+
+    def use_assignor(self, assignor: Any) -> Any:
+        """The group's only server assignor (``withConsumerGroupAssignors``)."""
+        self.shard.consumer.assignors = {assignor.name: assignor}
+        self.shard.consumer.default_assignor = assignor.name
+        return assignor
+
+    def consumer_heartbeat(self, **fields: Any) -> tuple[Any, list[Record]]:
+        """A ConsumerGroupHeartbeat through the shard: (response, records it wrote)."""
+        before = len(self.written)
+        fields.setdefault("group_id", GROUP)
+        request = ConsumerGroupHeartbeatRequest(**fields)
+        reply = self.shard.consumer.heartbeat("client", "/127.0.0.1", request)
+        records = [r for batch in self.written[before:] for r in batch]
+        return (reply.value if reply.done else reply), records
+
+    def replay(self, *records: Record) -> None:
+        self.shard.apply(list(records))
 
     # ---- requests -------------------------------------------------------------------------
 

@@ -20,20 +20,27 @@ import pytest
 from broker.errors import ErrorCode
 from broker.protocol.messages import (
     AlterConfigsRequest,
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
     CreateAclsRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteAclsRequest,
+    DeleteGroupsRequest,
     DeleteTopicsRequest,
     DescribeAclsRequest,
     DescribeConfigsRequest,
+    DescribeGroupsRequest,
     DescribeLogDirsRequest,
     FindCoordinatorRequest,
+    HeartbeatRequest,
     IncrementalAlterConfigsRequest,
     InitProducerIdRequest,
+    LeaveGroupRequest,
     ListOffsetsRequest,
     MetadataRequest,
     OffsetForLeaderEpochRequest,
+    SyncGroupRequest,
 )
 from broker.records.builder import build_v2_batch
 from broker.records.record import SimpleRecord
@@ -47,6 +54,12 @@ from broker.security.acl import (
     ResourceType,
 )
 from tests.unit.handlers.conftest import InProcessBroker
+from tests.unit.handlers.group_requests import (
+    join_group_request,
+    offset_commit_request,
+    offset_delete_request,
+    offset_fetch_request,
+)
 from tests.unit.handlers.test_produce_fetch import fetch, produce
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -57,6 +70,9 @@ TXN = ResourceType.TRANSACTIONAL_ID
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 TAF = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 CAF = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+GAF = ErrorCode.GROUP_AUTHORIZATION_FAILED
+#: one __consumer_offsets partition: the group cases create it (50 would cost each test)
+GROUP_SETTINGS = {"offsets_topic_num_partitions": "1"}
 TOPIC_CONFIG, BROKER_CONFIG = 2, 4
 
 
@@ -87,13 +103,21 @@ def batch(n: int = 3) -> bytes:
     )
 
 
-@pytest.fixture
-def secured(make_broker: Any) -> InProcessBroker:
-    b: InProcessBroker = make_broker(authorizer_class_name=AUTHORIZER, super_users="User:admin")
-    b.replica_manager.create_topic("orders", 1, {})
+def secured_broker(make_broker: Any, orders_partitions: int = 1) -> InProcessBroker:
+    """A broker with the standard authorizer, super user ``User:admin``, topics
+    "orders" and "other", and alice's connection."""
+    b: InProcessBroker = make_broker(
+        authorizer_class_name=AUTHORIZER, super_users="User:admin", **GROUP_SETTINGS
+    )
+    b.replica_manager.create_topic("orders", orders_partitions, {})
     b.replica_manager.create_topic("other", 1, {})
     b.conn.principal = ALICE
     return b
+
+
+@pytest.fixture
+def secured(make_broker: Any) -> InProcessBroker:
+    return secured_broker(make_broker)
 
 
 # ---- the cases ------------------------------------------------------------------------------
@@ -287,6 +311,113 @@ def delete_acls_code(b: InProcessBroker) -> int:
     return int(r.error_code)
 
 
+# ---- the group APIs (KafkaApis.handle*GroupRequest, handleOffset*Request) ------------------
+
+
+def join_group_code(b: InProcessBroker) -> int:
+    resp = b.call(join_group_request("g1"), 5)
+    if resp.error_code == GAF:
+        assert (resp.member_id, resp.generation_id, resp.leader) == ("", -1, "")
+    return int(resp.error_code)
+
+
+def sync_group_code(b: InProcessBroker) -> int:
+    req = SyncGroupRequest(
+        group_id="g1", generation_id=1, member_id="m", protocol_type="consumer",
+        protocol_name="range", assignments=[],
+    )  # fmt: skip
+    return int(b.call(req, 5).error_code)
+
+
+def heartbeat_code(b: InProcessBroker) -> int:
+    return int(
+        b.call(HeartbeatRequest(group_id="g1", generation_id=1, member_id="m"), 4).error_code
+    )
+
+
+def leave_group_code(b: InProcessBroker) -> int:
+    req = LeaveGroupRequest(
+        group_id="g1", members=[LeaveGroupRequest.MemberIdentity(member_id="m")]
+    )
+    resp = b.call(req, 5)
+    if resp.error_code == GAF:
+        assert resp.members == []
+    else:
+        assert [m.error_code for m in resp.members] == [ErrorCode.UNKNOWN_MEMBER_ID]
+    return int(resp.error_code)
+
+
+def offset_commit_code(b: InProcessBroker) -> int:
+    ((p,),) = [
+        t.partitions for t in b.call(offset_commit_request("g1", {"orders": {0: 5}}), 9).topics
+    ]
+    return int(p.error_code)
+
+
+def offset_fetch(b: InProcessBroker) -> Any:
+    (group,) = b.call(offset_fetch_request("g1", {"orders": [0]}), 8).groups
+    return group
+
+
+def offset_fetch_group_code(b: InProcessBroker) -> int:
+    group = offset_fetch(b)
+    if group.error_code == GAF:
+        assert group.topics == []
+    return int(group.error_code)
+
+
+def offset_fetch_topic_code(b: InProcessBroker) -> int:
+    group = offset_fetch(b)
+    assert group.error_code == ErrorCode.NONE
+    ((p,),) = [t.partitions for t in group.topics]
+    assert p.committed_offset == -1
+    return int(p.error_code)
+
+
+def describe_groups_code(b: InProcessBroker) -> int:
+    (g,) = b.call(DescribeGroupsRequest(groups=["g1"]), 5).groups
+    if g.error_code == GAF:
+        assert g.group_state == "" and g.members == []
+    return int(g.error_code)
+
+
+def delete_groups_code(b: InProcessBroker) -> int:
+    (r,) = b.call(DeleteGroupsRequest(groups_names=["g1"]), 2).results
+    return int(r.error_code)
+
+
+def offset_delete(b: InProcessBroker) -> Any:
+    return b.call(offset_delete_request("g1", {"orders": [0]}), 0)
+
+
+def offset_delete_group_code(b: InProcessBroker) -> int:
+    resp = offset_delete(b)
+    if resp.error_code == GAF:
+        assert resp.topics == []
+    return int(resp.error_code)
+
+
+def offset_delete_topic_code(b: InProcessBroker) -> int:
+    b.groups.shard_of("g1").classic.get_or_create_group("g1", True)  # an empty group
+    resp = offset_delete(b)
+    assert resp.error_code == ErrorCode.NONE
+    ((p,),) = [t.partitions for t in resp.topics]
+    return int(p.error_code)
+
+
+def consumer_group_heartbeat_code(b: InProcessBroker) -> int:
+    req = ConsumerGroupHeartbeatRequest(
+        group_id="g1", member_id="m", member_epoch=0, rebalance_timeout_ms=5000,
+        subscribed_topic_names=["orders"], topic_partitions=[],
+    )  # fmt: skip
+    return int(b.call(req, 1).error_code)
+
+
+def consumer_group_describe_code(b: InProcessBroker) -> int:
+    (g,) = b.call(ConsumerGroupDescribeRequest(group_ids=["g1"]), 1).groups
+    return int(g.error_code)
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -295,6 +426,12 @@ class Case:
     needed: tuple[tuple[ResourceType, str, AclOperation], ...]
     denied: ErrorCode
     allowed: ErrorCode = ErrorCode.NONE
+    #: ACLs granted in every test with an authorizer (the checks made before ``needed``'s)
+    given: tuple[tuple[ResourceType, str, AclOperation], ...] = ()
+
+
+def grant_given(b: InProcessBroker, case: Case) -> None:
+    grant(b, *(acl(rt, name, op) for rt, name, op in case.given))
 
 
 CASES = [
@@ -365,12 +502,91 @@ CASES = [
     Case("DescribeAcls", describe_acls_code, ((CLUSTER, "kafka-cluster", Op.DESCRIBE),), CAF),
     Case("CreateAcls", create_acls_code, ((CLUSTER, "kafka-cluster", Op.ALTER),), CAF),
     Case("DeleteAcls", delete_acls_code, ((CLUSTER, "kafka-cluster", Op.ALTER),), CAF),
+    Case(
+        "JoinGroup",
+        join_group_code,
+        ((GROUP, "g1", Op.READ),),
+        GAF,
+        ErrorCode.MEMBER_ID_REQUIRED,  # KIP-394: the first join of a dynamic member
+    ),
+    Case("SyncGroup", sync_group_code, ((GROUP, "g1", Op.READ),), GAF, ErrorCode.UNKNOWN_MEMBER_ID),
+    Case("Heartbeat", heartbeat_code, ((GROUP, "g1", Op.READ),), GAF, ErrorCode.UNKNOWN_MEMBER_ID),
+    Case("LeaveGroup", leave_group_code, ((GROUP, "g1", Op.READ),), GAF),
+    Case(
+        "OffsetCommit-group",
+        offset_commit_code,
+        ((TOPIC, "orders", Op.READ), (GROUP, "g1", Op.READ)),
+        GAF,
+    ),
+    Case(
+        "OffsetCommit-topic",
+        offset_commit_code,
+        ((TOPIC, "orders", Op.READ),),
+        TAF,
+        given=((GROUP, "g1", Op.READ),),
+    ),
+    Case(
+        "OffsetFetch-group",
+        offset_fetch_group_code,
+        ((TOPIC, "orders", Op.DESCRIBE), (GROUP, "g1", Op.DESCRIBE)),
+        GAF,
+    ),
+    Case(
+        "OffsetFetch-topic",
+        offset_fetch_topic_code,
+        ((TOPIC, "orders", Op.DESCRIBE),),
+        TAF,
+        given=((GROUP, "g1", Op.DESCRIBE),),
+    ),
+    Case("DescribeGroups", describe_groups_code, ((GROUP, "g1", Op.DESCRIBE),), GAF),
+    Case(
+        "DeleteGroups",
+        delete_groups_code,
+        ((GROUP, "g1", Op.DELETE),),
+        GAF,
+        ErrorCode.GROUP_ID_NOT_FOUND,
+    ),
+    Case(
+        "OffsetDelete-group",
+        offset_delete_group_code,
+        ((TOPIC, "orders", Op.READ), (GROUP, "g1", Op.DELETE)),
+        GAF,
+        ErrorCode.GROUP_ID_NOT_FOUND,
+    ),
+    Case(
+        "ConsumerGroupHeartbeat-group",
+        consumer_group_heartbeat_code,
+        ((TOPIC, "orders", Op.DESCRIBE), (GROUP, "g1", Op.READ)),
+        GAF,
+    ),
+    Case(
+        "ConsumerGroupHeartbeat-topic",
+        consumer_group_heartbeat_code,
+        ((TOPIC, "orders", Op.DESCRIBE),),
+        TAF,
+        given=((GROUP, "g1", Op.READ),),
+    ),
+    Case(
+        "ConsumerGroupDescribe",
+        consumer_group_describe_code,
+        ((GROUP, "g1", Op.DESCRIBE),),
+        GAF,
+        ErrorCode.GROUP_ID_NOT_FOUND,
+    ),
+    Case(
+        "OffsetDelete-topic",
+        offset_delete_topic_code,
+        ((TOPIC, "orders", Op.READ),),
+        TAF,
+        given=((GROUP, "g1", Op.DELETE),),
+    ),
 ]
 IDS = [c.id for c in CASES]
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_denied_without_acl(secured: InProcessBroker, case: Case) -> None:
+    grant_given(secured, case)
     # ACLs on other resources change nothing
     grant(secured, acl(TOPIC, "other", Op.READ), acl(GROUP, "g2", Op.ALL))
     assert case.call(secured) == case.denied
@@ -378,12 +594,14 @@ def test_denied_without_acl(secured: InProcessBroker, case: Case) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_allowed_with_acl(secured: InProcessBroker, case: Case) -> None:
+    grant_given(secured, case)
     grant(secured, *(acl(rt, name, op) for rt, name, op in case.needed))
     assert case.call(secured) == case.allowed
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_deny_beats_allow(secured: InProcessBroker, case: Case) -> None:
+    grant_given(secured, case)
     rt, name, op = case.needed[-1]
     grant(
         secured,
@@ -395,6 +613,7 @@ def test_deny_beats_allow(secured: InProcessBroker, case: Case) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_deny_for_everyone_beats_allow(secured: InProcessBroker, case: Case) -> None:
+    grant_given(secured, case)
     rt, _name, op = case.needed[-1]
     grant(
         secured,
@@ -406,6 +625,7 @@ def test_deny_for_everyone_beats_allow(secured: InProcessBroker, case: Case) -> 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_prefixed_acl(secured: InProcessBroker, case: Case) -> None:
+    grant_given(secured, case)
     grant(
         secured,
         *(acl(rt, name[:2], op, ptype=PatternType.PREFIXED) for rt, name, op in case.needed),
@@ -415,6 +635,7 @@ def test_prefixed_acl(secured: InProcessBroker, case: Case) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_prefixed_acl_of_another_prefix(secured: InProcessBroker, case: Case) -> None:
+    grant_given(secured, case)
     grant(
         secured,
         *(acl(rt, "zz", op, ptype=PatternType.PREFIXED) for rt, _, op in case.needed),
@@ -424,12 +645,14 @@ def test_prefixed_acl_of_another_prefix(secured: InProcessBroker, case: Case) ->
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_wildcard_principal_and_resource(secured: InProcessBroker, case: Case) -> None:
+    grant_given(secured, case)
     grant(secured, *(acl(rt, "*", op, principal="User:*") for rt, _, op in case.needed))
     assert case.call(secured) == case.allowed
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_acl_for_another_host(secured: InProcessBroker, case: Case) -> None:
+    grant_given(secured, case)
     grant(secured, *(acl(rt, name, op, host="10.9.9.9") for rt, name, op in case.needed))
     assert case.call(secured) == case.denied
     grant(secured, *(acl(rt, name, op, host="127.0.0.1") for rt, name, op in case.needed))
@@ -438,6 +661,7 @@ def test_acl_for_another_host(secured: InProcessBroker, case: Case) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_super_user(secured: InProcessBroker, case: Case) -> None:
+    grant_given(secured, case)
     grant(secured, *(acl(rt, "*", Op.ALL, DENY, principal="User:*") for rt, _, _ in case.needed))
     secured.conn.principal = "User:admin"
     assert case.call(secured) == case.allowed
@@ -446,11 +670,12 @@ def test_super_user(secured: InProcessBroker, case: Case) -> None:
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_allow_everyone_if_no_acl_found(make_broker: Any, case: Case) -> None:
     b: InProcessBroker = make_broker(
-        authorizer_class_name=AUTHORIZER, allow_everyone_if_no_acl_found="true"
+        authorizer_class_name=AUTHORIZER, allow_everyone_if_no_acl_found="true", **GROUP_SETTINGS
     )
     b.replica_manager.create_topic("orders", 1, {})
     b.conn.principal = ALICE
     assert case.call(b) == case.allowed
+    grant_given(b, case)
     # ACLs on the resources for someone else: no longer "no ACL found" (the
     # cluster and "*" ones close the fallbacks: CREATE or DELETE on the cluster,
     # CLUSTER_ACTION, WRITE on any topic)
@@ -464,7 +689,8 @@ def test_allow_everyone_if_no_acl_found(make_broker: Any, case: Case) -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_no_authorizer_allows_everything(broker: InProcessBroker, case: Case) -> None:
+def test_no_authorizer_allows_everything(make_broker: Any, case: Case) -> None:
+    broker: InProcessBroker = make_broker(**GROUP_SETTINGS)
     broker.replica_manager.create_topic("orders", 1, {})
     broker.conn.principal = ALICE
     expected = ErrorCode.SECURITY_DISABLED if "Acls" in case.id else case.allowed

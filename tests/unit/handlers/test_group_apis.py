@@ -8,6 +8,8 @@ broker on the same log dir loads them back.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from broker.coordinator.group.config import GROUP_METADATA_TOPIC_NAME
@@ -347,8 +349,25 @@ def test_dump_log_offsets_decoder(gbroker):
     ) in lines[2]
 
 
-def test_oversized_member_metadata_fails_the_sync_not_the_broker(gbroker):
+def test_oversized_member_metadata_is_refused_at_join(gbroker):
     big = JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"x" * 2_000_000)
+    request = JoinGroupRequest(
+        group_id="big",
+        session_timeout_ms=10_000,
+        rebalance_timeout_ms=10_000,
+        member_id="",
+        protocol_type="consumer",
+        protocols=[big],
+    )
+    # its group record could never be stored (max.message.bytes of __consumer_offsets):
+    # MESSAGE_TOO_LARGE at once (Kafka: UNKNOWN_SERVER_ERROR at the SyncGroup)
+    joined = gbroker.call(request, 3)
+    assert joined.error_code == ErrorCode.MESSAGE_TOO_LARGE
+    assert "big" not in gbroker.groups.shard_of("big").classic.groups
+
+
+def test_a_group_record_too_large_fails_the_sync_with_message_too_large(gbroker):
+    half = JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"x" * 600_000)
 
     async def scenario():
         request = JoinGroupRequest(
@@ -357,24 +376,24 @@ def test_oversized_member_metadata_fails_the_sync_not_the_broker(gbroker):
             rebalance_timeout_ms=10_000,
             member_id="",
             protocol_type="consumer",
-            protocols=[big],
+            protocols=[half],
         )
-        return await gbroker.call_async(request, 3)
+        # two members, each storable alone, not together (v3: no member id round trip)
+        return await asyncio.gather(gbroker.call_async(request, 3), gbroker.call_async(request, 3))
 
     joined = run(scenario())
-    assert joined.error_code == ErrorCode.NONE
+    assert [j.error_code for j in joined] == [0, 0]
+    leader = next(j for j in joined if j.member_id == j.leader)
     sync = gbroker.call(
         SyncGroupRequest(
             group_id="big",
-            generation_id=joined.generation_id,
-            member_id=joined.member_id,
+            generation_id=leader.generation_id,
+            member_id=leader.member_id,
             assignments=[],
         ),
         3,
     )
-    # the group record exceeds max.message.bytes of __consumer_offsets: Kafka's
-    # MESSAGE_TOO_LARGE -> UNKNOWN_SERVER_ERROR mapping, and nothing is written
-    assert sync.error_code == ErrorCode.UNKNOWN_SERVER_ERROR
+    assert sync.error_code == ErrorCode.MESSAGE_TOO_LARGE
     index = gbroker.groups.partition_for("big")
     log = gbroker.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, index).log
     assert log.size < 1000

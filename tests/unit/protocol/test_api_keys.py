@@ -41,6 +41,9 @@ EXPECTED = {
     36: ("SaslAuthenticate", 0, 2, 2),
     50: ("DescribeUserScramCredentials", 0, 0, 0),
     51: ("AlterUserScramCredentials", 0, 0, 0),
+    # KIP-848, as Kafka 4.0 serves them
+    68: ("ConsumerGroupHeartbeat", 0, 1, 0),
+    69: ("ConsumerGroupDescribe", 0, 1, 0),
 }
 
 

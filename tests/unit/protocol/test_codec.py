@@ -21,6 +21,7 @@ from broker.protocol import (
 from broker.protocol.messages import (
     CODECS,
     ApiVersionsResponse,
+    ConsumerGroupHeartbeatResponse,
     FetchRequest,
     FetchResponse,
     MetadataRequest,
@@ -154,6 +155,36 @@ def test_nullable_tagged_string_with_null_default():
     assert decode(FetchRequest, 12, absent).cluster_id is None
 
 
+# -- nullable structs ----------------------------------------------------------------------
+
+
+def test_nullable_struct_is_a_marker_byte_then_the_struct():
+    # ConsumerGroupHeartbeatResponse.assignment (Kafka's generated write: INT8 -1 for
+    # null, 1 then the struct): throttle, error, null message, member id "m", epoch 3,
+    # interval 5000, assignment, no tags
+    head = struct.pack(">ih", 0, 0) + b"\x00" + b"\x02m" + struct.pack(">ii", 3, 5000)
+    null = head + b"\xff" + b"\x00"
+    msg = ConsumerGroupHeartbeatResponse(member_id="m", member_epoch=3, heartbeat_interval_ms=5000)
+    assert encode(msg, 1).to_bytes() == null
+    assert decode(ConsumerGroupHeartbeatResponse, 1, null).assignment is None
+    topic = uuid.UUID(int=7)
+    tp = ConsumerGroupHeartbeatResponse.TopicPartitions(topic_id=topic, partitions=[0, 2])
+    msg.assignment = ConsumerGroupHeartbeatResponse.Assignment(topic_partitions=[tp])
+    present = (
+        head + b"\x01" + b"\x02" + topic.bytes + b"\x03" + struct.pack(">ii", 0, 2) + b"\x00"
+        + b"\x00" + b"\x00"
+    )  # fmt: skip
+    assert encode(msg, 1).to_bytes() == present
+    assert decode(ConsumerGroupHeartbeatResponse, 1, present) == msg
+    # an empty assignment is not null
+    msg.assignment = ConsumerGroupHeartbeatResponse.Assignment()
+    empty = head + b"\x01\x01\x00" + b"\x00"
+    assert encode(msg, 1).to_bytes() == empty
+    assert decode(ConsumerGroupHeartbeatResponse, 1, empty).assignment.topic_partitions == []
+    with pytest.raises(DecodeError):
+        decode(ConsumerGroupHeartbeatResponse, 1, head + b"\x01")  # cut inside the struct
+
+
 def _api_versions_v3(tags: bytes) -> bytes:
     return b"\x00\x00" + b"\x01" + b"\x00\x00\x00\x00" + tags
 
@@ -280,6 +311,7 @@ def test_classes_are_slotted_with_equality_and_repr():
 
 
 def test_every_codec_compiles():
-    # decoder and encoder of every (message, version); the ACL APIs add 3 x 2 x 4
-    # + SaslHandshake 0-1, SaslAuthenticate 0-2 and the SCRAM APIs v0, request and response
-    assert compile_all() == 2 * (356 + 24 + 14)
+    # decoder and encoder of every (message, version); the ACL APIs add 3 x 2 x 4,
+    # SaslHandshake 0-1, SaslAuthenticate 0-2 and the SCRAM APIs v0 (14),
+    # ConsumerGroupHeartbeat and ConsumerGroupDescribe 2 x 2 x 2
+    assert compile_all() == 2 * (356 + 24 + 14 + 8)

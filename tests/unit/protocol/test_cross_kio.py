@@ -105,6 +105,8 @@ def to_kio(value: Any, s: StructSpec, version: int, cls: Any) -> Any:
             sub = _entity_class(hints[fld.name])
             if isinstance(spec.type, ArrayOf):
                 v = None if v is None else tuple(to_kio(x, inner, version, sub) for x in v)
+            elif v is None and spec.nullable_in(version) and not spec.tagged_in(version):
+                v = None  # a null struct (ConsumerGroupHeartbeatResponse.assignment)
             else:
                 v = to_kio(v, inner, version, sub)
         elif isinstance(spec.type, ArrayOf):
@@ -125,7 +127,7 @@ def from_kio(entity: Any, s: StructSpec, version: int, codec: MessageCodec) -> D
         if isinstance(inner, StructSpec):
             if isinstance(spec.type, ArrayOf):
                 v = None if v is None else [from_kio(x, inner, version, codec) for x in v]
-            else:
+            elif v is not None:
                 v = from_kio(v, inner, version, codec)
         elif isinstance(spec.type, ArrayOf):
             v = None if v is None else [_our_value(None, x) for x in v]

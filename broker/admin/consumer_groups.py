@@ -2,7 +2,7 @@
 
 The options are ``kafka-consumer-groups.sh``'s, the actions sub-commands::
 
-    broker groups --bootstrap-server 127.0.0.1:9092 list [--state Stable]
+    broker groups --bootstrap-server 127.0.0.1:9092 list [--state Stable,Empty]
     broker groups --bootstrap-server HOST:PORT describe --group G
     broker groups --bootstrap-server HOST:PORT delete --group G
     broker groups --bootstrap-server HOST:PORT reset-offsets --group G
@@ -11,31 +11,31 @@ The options are ``kafka-consumer-groups.sh``'s, the actions sub-commands::
         [--dry-run | --execute]
 
 It talks to a running broker (or any Kafka) through the protocol
-(``broker/admin_client.py``); ``--command-config FILE`` takes Kafka's client
-keys for a TLS or SASL listener. ``describe`` prints Kafka's columns (GROUP
-TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST
-CLIENT-ID). ``reset-offsets`` needs an inactive group (Empty or Dead), as
-Kafka's tool; without ``--execute`` it only prints the plan (``--dry-run``
-is the default). New offsets are clamped to the partition's earliest and
-latest offsets, as Kafka's tool clamps them.
+(``admin/groups.py`` on ``admin/client.py``, the client ``broker acls``
+uses); ``--command-config FILE`` takes Kafka's client keys for a TLS or
+SASL listener. ``describe`` prints Kafka's columns (GROUP TOPIC PARTITION
+CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID).
+``reset-offsets`` needs an inactive group (Empty or Dead), as Kafka's
+tool; without ``--execute`` it only prints the plan (``--dry-run`` is the
+default). New offsets are clamped to the partition's earliest and latest
+offsets, as Kafka's tool clamps them.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import sys
 from typing import TextIO
 
+from broker.admin.client import AdminClientError, BrokerRefused, error_name
 from broker.admin.client_security import (
     ClientSecurityError,
     add_command_config_argument,
     command_security,
 )
-from broker.admin_client import EARLIEST, LATEST, AdminClient, AdminError
-from broker.errors import ErrorCode
-
-_ASSIGNMENT_TOPICS = 6  # ConsumerProtocolAssignment: version INT16, then [topic [partition]]
+from broker.admin.groups import EARLIEST, LATEST, GroupAdmin
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +46,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=30.0, help="Seconds per request.")
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = sub.add_parser("list", help="List all consumer groups.")
-    listing.add_argument("--state", action="append", default=[], help="Only groups in this state.")
+    listing.add_argument(
+        "--state",
+        action="append",
+        default=[],
+        type=parse_states,
+        help="Only groups in these states (comma-separated, repeatable).",
+    )
     describe = sub.add_parser("describe", help="Offsets, lag and members of a group.")
     describe.add_argument("--group", required=True)
     delete = sub.add_parser("delete", help="Delete an empty group and its committed offsets.")
@@ -71,6 +77,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--execute", action="store_true", help="Commit the new offsets.")
 
 
+#: Kafka's group states (``GroupState``), both protocols'
+STATES = (
+    "PreparingRebalance",
+    "CompletingRebalance",
+    "Stable",
+    "Dead",
+    "Empty",
+    "Assigning",
+    "Reconciling",
+)
+
+
+def parse_states(text: str) -> list[str]:
+    """``Stable,Empty`` in any case to Kafka's spelling; an unknown state is refused, as
+    ``kafka-consumer-groups.sh --state`` refuses it (the broker would match nothing)."""
+    known = {s.lower(): s for s in STATES}
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names or any(n.lower() not in known for n in names):
+        raise argparse.ArgumentTypeError(
+            f"Invalid state list '{text}'. Valid states are: {', '.join(STATES)}"
+        )
+    return [known[n.lower()] for n in names]
+
+
 def parse_datetime(text: str) -> int:
     """``yyyy-MM-dd'T'HH:mm:ss.SSS`` with an optional zone, as Kafka's tool; local without."""
     value = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -86,34 +116,13 @@ def _table(out: TextIO, header: list[str], rows: list[list[object]]) -> None:
         print(" ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip(), file=out)
 
 
-def _assigned(assignment: bytes) -> list[tuple[str, int]]:
-    """The partitions of a consumer protocol assignment (empty if it is not one)."""
-    out: list[tuple[str, int]] = []
-    try:
-        pos = 2
-        n = int.from_bytes(assignment[pos : pos + 4], "big", signed=True)
-        pos += 4
-        for _ in range(max(n, 0)):
-            length = int.from_bytes(assignment[pos : pos + 2], "big")
-            topic = assignment[pos + 2 : pos + 2 + length].decode()
-            pos += 2 + length
-            count = int.from_bytes(assignment[pos : pos + 4], "big", signed=True)
-            pos += 4
-            for _ in range(max(count, 0)):
-                out.append((topic, int.from_bytes(assignment[pos : pos + 4], "big", signed=True)))
-                pos += 4
-    except (UnicodeDecodeError, IndexError):
-        return []
-    return out
-
-
-def describe(admin: AdminClient, group: str, out: TextIO) -> None:
+def describe(admin: GroupAdmin, group: str, out: TextIO) -> None:
     described = admin.describe_group(group)
     committed = admin.committed(group)
     owners: dict[tuple[str, int], tuple[str, str, str]] = {}
     for m in described.members:
-        for tp in _assigned(bytes(m.member_assignment)):
-            owners[tp] = (m.member_id, m.client_host, m.client_id)
+        for tp in m.partitions:
+            owners[tp] = (m.member_id, m.host, m.client_id)
     partitions = sorted(set(committed) | set(owners))
     ends = admin.list_offsets(dict.fromkeys(partitions, LATEST)) if partitions else {}
     rows: list[list[object]] = []
@@ -123,7 +132,7 @@ def describe(admin: AdminClient, group: str, out: TextIO) -> None:
         owner = owners.get(tp, ("-", "-", "-"))
         lag = "-" if current is None else max(end - current, 0)
         rows.append([group, tp[0], tp[1], "-" if current is None else current, end, lag, *owner])
-    state = described.group_state
+    state = described.state
     if state == "Dead":
         print(f"Consumer group '{group}' does not exist.", file=out)
         return
@@ -133,7 +142,7 @@ def describe(admin: AdminClient, group: str, out: TextIO) -> None:
     _table(out, [*header, "CONSUMER-ID", "HOST", "CLIENT-ID"], rows)
 
 
-def plan_reset(admin: AdminClient, args: argparse.Namespace) -> dict[tuple[str, int], int]:
+def plan_reset(admin: GroupAdmin, args: argparse.Namespace) -> dict[tuple[str, int], int]:
     committed = admin.committed(args.group)
     if args.all_topics:
         chosen = sorted(set(committed))
@@ -164,8 +173,8 @@ def plan_reset(admin: AdminClient, args: argparse.Namespace) -> dict[tuple[str, 
     return {tp: min(max(wanted[tp], earliest[tp]), latest[tp]) for tp in chosen}
 
 
-def reset_offsets(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> int:
-    state = admin.describe_group(args.group).group_state
+def reset_offsets(admin: GroupAdmin, args: argparse.Namespace, out: TextIO) -> int:
+    state = admin.describe_group(args.group).state
     if state not in ("Empty", "Dead"):
         print(
             f"Error: Assignments can only be reset if the group '{args.group}' is inactive, "
@@ -180,39 +189,39 @@ def reset_offsets(admin: AdminClient, args: argparse.Namespace, out: TextIO) -> 
         failed = {tp: c for tp, c in codes.items() if c}
         if failed:
             for (t, p), c in sorted(failed.items()):
-                print(f"Error: {t}-{p}: {ErrorCode(c).name}", file=sys.stderr)
+                print(f"Error: {t}-{p}: {error_name(c)}", file=sys.stderr)
             return 1
     _table(out, ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], rows)
     return 0
 
 
+def execute(admin: GroupAdmin, args: argparse.Namespace, out: TextIO) -> int:
+    """One action against the broker behind ``admin``; its exit status."""
+    if args.action == "list":
+        states = [s for listed in args.state for s in listed]
+        for group_id in sorted(g.group_id for g in admin.list_groups(states)):
+            print(group_id, file=out)
+        return 0
+    if args.action == "describe":
+        describe(admin, args.group, out)
+        return 0
+    if args.action == "delete":
+        admin.delete_group(args.group)
+        print(f"Deletion of requested consumer groups ('{args.group}') was successful.", file=out)
+        return 0
+    return reset_offsets(admin, args, out)
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    stream = out or sys.stdout
     try:
         security = command_security(args)
     except ClientSecurityError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 2
     try:
-        with AdminClient(args.bootstrap_server, args.timeout, security) as admin:
-            if args.action == "list":
-                groups = admin.list_groups(args.state)
-                for group_id in sorted(g.group_id for g in groups):
-                    print(group_id, file=stream)
-                return 0
-            if args.action == "describe":
-                describe(admin, args.group, stream)
-                return 0
-            if args.action == "delete":
-                code = admin.delete_group(args.group)
-                if code:
-                    print(f"Error: Deletion of group '{args.group}' failed: "
-                          f"{ErrorCode(code).name}", file=sys.stderr)  # fmt: skip
-                    return 1
-                print(f"Deletion of requested consumer groups ('{args.group}') was successful.",
-                      file=stream)  # fmt: skip
-                return 0
-            return reset_offsets(admin, args, stream)
-    except (AdminError, ClientSecurityError, OSError, ValueError) as exc:
+        admin = GroupAdmin.connect(args.bootstrap_server, args.timeout, security)
+        with contextlib.closing(admin):
+            return execute(admin, args, out or sys.stdout)
+    except (AdminClientError, BrokerRefused, ClientSecurityError, ValueError) as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
