@@ -182,7 +182,9 @@ def test_a_coordinator_elsewhere_gets_its_own_connection(
 ) -> None:
     opened: list[str] = []
 
-    def connect(bootstrap: str, timeout_s: float = 30.0) -> AdminConnection:
+    def connect(
+        bootstrap: str, timeout_s: float = 30.0, security: object = None
+    ) -> AdminConnection:
         opened.append(bootstrap)
         return LoopbackConnection(gbroker, ("127.0.0.1", 9092))
 
@@ -199,7 +201,7 @@ def test_a_coordinator_elsewhere_gets_its_own_connection(
 def test_run_reports_a_refusal(
     admin: GroupAdmin, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(GroupAdmin, "connect", staticmethod(lambda _b, _t=30.0: admin))
+    monkeypatch.setattr(GroupAdmin, "connect", staticmethod(lambda _b, _t=30.0, _s=None: admin))
     assert consumer_groups.run(args("delete", "--group", "nope")) == 1
     assert capsys.readouterr().err == (
         "Error: Deletion of group 'nope' failed: GROUP_ID_NOT_FOUND\n"
