@@ -58,6 +58,10 @@ LONGEST_JOIN_DELAY_S = 0.5
 
 class _Conn:
     peer = "127.0.0.1:1"
+    principal = "User:ANONYMOUS"
+    peer_host = "127.0.0.1"
+    listener_name = "PLAINTEXT"
+    sasl = None  # not a SASL listener (server/sasl_gate.py)
     client_software_name = None
     client_software_version = None
 

@@ -536,6 +536,7 @@ def dispatcher_for(config: Any, manager: Any, rm: Any, meters: Any = None) -> An
         principal = "User:ANONYMOUS"
         peer_host = "127.0.0.1"
         listener_name = "PLAINTEXT"
+        sasl = None  # not a SASL listener (server/sasl_gate.py)
         client_software_name = None
         client_software_version = None
 
