@@ -168,7 +168,7 @@ class Dispatching:
             principal = PRINCIPAL
             peer_host = "127.0.0.1"
             listener_name = "PLAINTEXT"
-        sasl = None  # not a SASL listener (server/sasl_gate.py)
+            sasl = None  # not a SASL listener (server/sasl_gate.py)
             client_software_name = None
             client_software_version = None
 
