@@ -15,6 +15,16 @@ Timers (keys as Kafka's)::
     session-timeout-<group>-<member>     fences a member that stops heartbeating
     rebalance-timeout-<group>-<member>   fences a member that keeps partitions it must
                                          revoke past its rebalance timeout
+    join-<group>-<member>                fences a classic member asked to rejoin that does
+                                         not within its rebalance timeout
+    sync-<group>-<member>                fences a classic member that joined and does not
+                                         sync within its rebalance timeout
+
+Online migration (``group.consumer.migration.policy``): the conversions of
+a group between the protocols (``convertToConsumerGroup`` when a consumer
+protocol member joins a classic group, ``convertToClassicGroup`` when the
+last one leaves a group of classic members) are here, with the rules that
+allow them.
 
 Topics come from a :class:`TopicsImage` (the broker's topics: names, ids,
 partition counts, and a version that changes with any of them): the

@@ -19,10 +19,13 @@ The answer carries the member id and epoch, the heartbeat interval, and the
 assignment when the member sent a full request (a join, or after an error)
 or its assignment changed.
 
-A classic group with members cannot be joined with this protocol
-(GROUP_ID_NOT_FOUND, "Group ... is not a consumer group", Kafka's answer when
-its migration policy refuses the upgrade); an empty classic group (one
-holding offsets only) is replaced by the consumer group.
+A classic group with members is converted to a consumer group when the
+migration policy allows an upgrade and its members use the consumer
+protocol type (``convertToConsumerGroup``); otherwise it cannot be joined
+with this protocol (GROUP_ID_NOT_FOUND, "Group ... is not a consumer
+group"). An empty classic group (one holding offsets only) is replaced by
+the consumer group. A leave (or a fencing) of the last consumer protocol
+member of a group of classic members converts it back (``groups.py``).
 """
 
 from __future__ import annotations
