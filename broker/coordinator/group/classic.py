@@ -75,7 +75,7 @@ class ConsumerGroupSide(Protocol):
 
     def classic_heartbeat(self, request: Data) -> Data: ...
 
-    def classic_leave(self, request: Data) -> Data: ...
+    def classic_leave(self, request: Data) -> Reply[Data]: ...
 
 
 def requires_known_member_id(join_version: int) -> bool:
@@ -568,15 +568,15 @@ class ClassicGroupManager(RebalanceOps):
 
     # ---- LeaveGroup ----------------------------------------------------------------------------
 
-    def leave(self, request: Data) -> Data:
+    def leave(self, request: Data) -> Reply[Data]:
         """``classicGroupLeaveToClassicGroup`` (``request.members`` normalized for v0-2;
-        ``...ToConsumerGroup`` for a consumer group)."""
+        ``...ToConsumerGroup`` for a consumer group, answered once its write is durable)."""
         group = self.groups.get(request.group_id)
         in_consumer_group = request.group_id in self.consumer_groups
         if group is None and in_consumer_group and self.consumer_side is not None:
             return self.consumer_side.classic_leave(request)
         if group is None:
-            return LeaveGroupResponse(
+            return Reply.of(LeaveGroupResponse(
                 members=[
                     LeaveGroupResponse.MemberResponse(
                         member_id=m.member_id,
@@ -585,9 +585,9 @@ class ClassicGroupManager(RebalanceOps):
                     )
                     for m in request.members
                 ]
-            )
+            ))
         if group.is_in_state(GroupState.DEAD):
-            return LeaveGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            return Reply.of(LeaveGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
         responses = []
         left = []
         for m in request.members:
@@ -625,7 +625,7 @@ class ClassicGroupManager(RebalanceOps):
                 self.maybe_prepare_rebalance_or_complete_join(group, reason)
             elif group.is_in_state(GroupState.PREPARING_REBALANCE):
                 self.maybe_complete_join_phase(group)
-        return LeaveGroupResponse(members=responses)
+        return Reply.of(LeaveGroupResponse(members=responses))
 
     def _remove_current_member(
         self, group: ClassicGroup, member_id: str, reason: str | None

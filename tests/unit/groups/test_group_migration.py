@@ -494,6 +494,18 @@ def test_classic_group_leave_to_consumer_group_without_valid_leave_group_member(
     assert len(ctx.written) == before
 
 
+def test_classic_group_leave_to_consumer_group_failing_to_persist():
+    """Answered only once the tombstones are written: a failed write answers its error
+    (Kafka's ``handleOperationException``) and the members, and their sessions, stay."""
+    ctx, _ = consumer_context()
+    mixed_group(ctx)
+    ctx.fail_with = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    resp = ctx.leave((M1, None))
+    assert ErrorCode(resp.error_code) is ErrorCode.NOT_COORDINATOR
+    assert set(ctx.consumer.groups[GROUP].members) == {M1, M2}
+    assert ctx.timer.is_scheduled(session_timeout_key(GROUP, M1))
+
+
 # ---- downgrade: consumer -> classic -------------------------------------------------------------
 
 

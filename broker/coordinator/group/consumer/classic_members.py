@@ -287,12 +287,13 @@ class ClassicMembersManager(ConsumerGroupManager):
 
     # ---- LeaveGroup ----------------------------------------------------------------------------
 
-    def classic_leave(self, request: Data) -> Data:
-        """``classicGroupLeaveToConsumerGroup``: answered at once (the records are applied
-        now; the write completes on its own)."""
+    def classic_leave(self, request: Data) -> Reply[Data]:
+        """``classicGroupLeaveToConsumerGroup``: answered once the members' tombstones are
+        durable (a failed write restores them and answers its error, as Kafka's
+        ``handleOperationException``)."""
         group = self.groups.get(request.group_id)
         if group is None:
-            return LeaveGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
+            return Reply.of(LeaveGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID))
         group_id = group.group_id
         responses = []
         records: list[Record] = []
@@ -351,8 +352,22 @@ class ClassicMembersManager(ConsumerGroupManager):
             if metadata != group.subscription_metadata:
                 records.append(subscription_metadata_record(group_id, metadata))
             records.append(self._epoch_bump(group))
-            self.write_then(group_id, records, None, lambda _code: None)
-        return LeaveGroupResponse(members=responses)
+
+        def revert() -> None:
+            # the members are back: so are their sessions
+            for member in leaving:
+                assert member.classic_member_metadata is not None
+                self.schedule_session_timeout(
+                    group_id, member.member_id, member.classic_member_metadata.session_timeout_ms
+                )
+
+        return self.write_then(
+            group_id,
+            records,
+            LeaveGroupResponse(members=responses),
+            lambda code: LeaveGroupResponse(error_code=code),
+            on_revert=revert,
+        )
 
     def _epoch_bump(self, group: ConsumerGroup) -> Record:
         self.meters.rebalances += 1
