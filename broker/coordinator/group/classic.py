@@ -576,16 +576,18 @@ class ClassicGroupManager(RebalanceOps):
         if group is None and in_consumer_group and self.consumer_side is not None:
             return self.consumer_side.classic_leave(request)
         if group is None:
-            return Reply.of(LeaveGroupResponse(
-                members=[
-                    LeaveGroupResponse.MemberResponse(
-                        member_id=m.member_id,
-                        group_instance_id=m.group_instance_id,
-                        error_code=ErrorCode.UNKNOWN_MEMBER_ID,
-                    )
-                    for m in request.members
-                ]
-            ))
+            return Reply.of(
+                LeaveGroupResponse(
+                    members=[
+                        LeaveGroupResponse.MemberResponse(
+                            member_id=m.member_id,
+                            group_instance_id=m.group_instance_id,
+                            error_code=ErrorCode.UNKNOWN_MEMBER_ID,
+                        )
+                        for m in request.members
+                    ]
+                )
+            )
         if group.is_in_state(GroupState.DEAD):
             return Reply.of(LeaveGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
         responses = []
