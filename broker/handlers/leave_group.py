@@ -14,6 +14,7 @@ v3+ batch members; v4+ flexible; v5+ reason.
 
 from __future__ import annotations
 
+from broker.coordinator.group.reply import Reply as GroupReply
 from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
@@ -36,10 +37,22 @@ class LeaveGroupHandler(RequestHandler):
         if version < 3:
             request.members = [LeaveGroupRequest.MemberIdentity(member_id=request.member_id)]
         try:
-            response = coordinator(self.broker).leave_group(request)
+            reply = coordinator(self.broker).leave_group(request)
         except KafkaError as exc:
-            response = LeaveGroupResponse(error_code=exc.code)
-        if version < 3 and response.error_code == ErrorCode.NONE and len(response.members) == 1:
-            response = LeaveGroupResponse(error_code=response.members[0].error_code)
-        ctx.count_error(response.error_code)
-        return response
+            reply = GroupReply.of(LeaveGroupResponse(error_code=exc.code))
+        if reply.done:
+            return _answered(ctx, version, reply.value)
+        # a classic member of a consumer group: answered once its tombstones are durable
+        return self._parked(ctx, version, reply)
+
+    @staticmethod
+    async def _parked(ctx: RequestContext, version: int, reply: GroupReply[Data]) -> Data:
+        return _answered(ctx, version, await reply)
+
+
+def _answered(ctx: RequestContext, version: int, response: Data) -> Data:
+    """v0-2 carry the one member's error at the top level."""
+    if version < 3 and response.error_code == ErrorCode.NONE and len(response.members) == 1:
+        response = LeaveGroupResponse(error_code=response.members[0].error_code)
+    ctx.count_error(response.error_code)
+    return response

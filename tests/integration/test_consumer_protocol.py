@@ -9,7 +9,8 @@ survive a broker restart and a new consumer of the group resumes there. The
 heartbeat interval is lowered (group.consumer.heartbeat.interval.ms=300) to
 keep each test within seconds. A regex subscription gets the topics whose
 whole name matches, a static member comes back as itself, and a classic
-member of the same group is refused (migration disabled).
+member of the same group is served inside the consumer group (online
+migration; test_group_migration.py covers the conversions).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import uuid
 from collections.abc import Callable, Sequence
 
 import pytest
-from confluent_kafka import Consumer, KafkaError
+from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as CTopicPartition
 
 from tests.integration.harness import BrokerProcess
@@ -100,7 +101,7 @@ def test_three_consumers_share_twelve_partitions(broker, assignor):
             c.close()
 
 
-def test_regex_static_member_and_a_classic_member_refused(broker):
+def test_regex_static_member_and_a_classic_member(broker):
     topic = make_topic(broker.bootstrap, 3, 1)
     other = make_topic(broker.bootstrap, 2, 1)
     group = f"kip848-regex-{uuid.uuid4().hex[:6]}"
@@ -116,16 +117,13 @@ def test_regex_static_member_and_a_classic_member_refused(broker):
         c = consumer(broker.bootstrap, group, **{"group.instance.id": "i1"})
         c.subscribe([f"^{topic[:-1]}.$"])
         poll_until([c], lambda: len(c.assignment()) == 3)
-        # migration is disabled: a classic member of the same group is refused
+        # a classic member of the same group is served inside the consumer group: the
+        # topic's partitions are split between the two
         classic = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
-                            "session.timeout.ms": 6000})  # fmt: skip
+                            "session.timeout.ms": 6000, "heartbeat.interval.ms": 300})  # fmt: skip
         classic.subscribe([topic])
-        error = None
-        deadline = time.monotonic() + TIMEOUT
-        while error is None and time.monotonic() < deadline:
-            msg = classic.poll(0.1)
-            error = msg.error() if msg is not None else None
-        assert error is not None and error.code() == KafkaError.INCONSISTENT_GROUP_PROTOCOL
+        members = [c, classic]
+        poll_until(members, lambda: each_once(members, 3))
     finally:
         c.close()
         if classic is not None:

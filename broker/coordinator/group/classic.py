@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Protocol
 
 from broker.coordinator.group.classic_group import (
     UNKNOWN_MEMBER_ID,
@@ -64,6 +65,19 @@ class Caller:
     api_version: int
 
 
+class ConsumerGroupSide(Protocol):
+    """The consumer groups' side of the classic protocol: a classic member of a consumer
+    group is served from the consumer group's state (online migration)."""
+
+    def classic_join(self, caller: Caller, request: Data) -> Reply[Data]: ...
+
+    def classic_sync(self, request: Data) -> Reply[Data]: ...
+
+    def classic_heartbeat(self, request: Data) -> Data: ...
+
+    def classic_leave(self, request: Data) -> Reply[Data]: ...
+
+
 def requires_known_member_id(join_version: int) -> bool:
     """``JoinGroupRequest.requiresKnownMemberId``: KIP-394, from v4."""
     return join_version >= 4
@@ -78,6 +92,9 @@ def _protocols(request: Data) -> Protocols:
 
 
 class ClassicGroupManager(RebalanceOps):
+    #: set by the shard: serves classic members of consumer groups
+    consumer_side: ConsumerGroupSide | None = None
+
     # ---- JoinGroup -----------------------------------------------------------------------------
 
     def join(self, caller: Caller, request: Data) -> Reply[Data]:
@@ -102,22 +119,9 @@ class ClassicGroupManager(RebalanceOps):
         records: list[Record] = []
         consumer = self.consumer_groups.get(group_id)
         if consumer is not None:
-            if not consumer.is_empty:
-                # Kafka would take a classic member into the consumer group (online
-                # migration); with the migration policy "disabled" the group refuses it
-                log.info(
-                    "[GroupId %s] A classic member cannot join the consumer group %s: mixed "
-                    "groups are not served (group.consumer.migration.policy=disabled).",
-                    group_id,
-                    group_id,
-                )
-                reply.complete(
-                    JoinGroupResponse(
-                        member_id=UNKNOWN_MEMBER_ID,
-                        error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
-                    )
-                )
-                return reply
+            if not consumer.is_empty and self.consumer_side is not None:
+                # classicGroupJoinToConsumerGroup: served from the consumer group's state
+                return self.consumer_side.classic_join(caller, request)
             # an empty consumer group gives way (Kafka's maybeDeleteEmptyConsumerGroup)
             records = consumer_group_tombstones(group_id, ())
             self.remove_consumer_group(group_id)
@@ -447,6 +451,14 @@ class ClassicGroupManager(RebalanceOps):
         """``classicGroupSync``."""
         reply: Reply[Data] = Reply()
         group = self.groups.get(request.group_id)
+        consumer = self.consumer_groups.get(request.group_id)
+        if (
+            group is None
+            and consumer is not None
+            and not consumer.is_empty
+            and self.consumer_side is not None
+        ):
+            return self.consumer_side.classic_sync(request)
         if group is None or group.is_empty:
             reply.complete(SyncGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID))
             return reply
@@ -531,8 +543,12 @@ class ClassicGroupManager(RebalanceOps):
     # ---- Heartbeat -----------------------------------------------------------------------------
 
     def heartbeat(self, request: Data) -> Data:
-        """``classicGroupHeartbeatToClassicGroup``."""
+        """``classicGroupHeartbeatToClassicGroup`` (``...ToConsumerGroup`` for a consumer
+        group)."""
         group = self.groups.get(request.group_id)
+        in_consumer_group = request.group_id in self.consumer_groups
+        if group is None and in_consumer_group and self.consumer_side is not None:
+            return self.consumer_side.classic_heartbeat(request)
         if group is None:
             return HeartbeatResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
         if group.is_in_state(GroupState.DEAD):
@@ -552,22 +568,28 @@ class ClassicGroupManager(RebalanceOps):
 
     # ---- LeaveGroup ----------------------------------------------------------------------------
 
-    def leave(self, request: Data) -> Data:
-        """``classicGroupLeaveToClassicGroup`` (``request.members`` normalized for v0-2)."""
+    def leave(self, request: Data) -> Reply[Data]:
+        """``classicGroupLeaveToClassicGroup`` (``request.members`` normalized for v0-2;
+        ``...ToConsumerGroup`` for a consumer group, answered once its write is durable)."""
         group = self.groups.get(request.group_id)
+        in_consumer_group = request.group_id in self.consumer_groups
+        if group is None and in_consumer_group and self.consumer_side is not None:
+            return self.consumer_side.classic_leave(request)
         if group is None:
-            return LeaveGroupResponse(
-                members=[
-                    LeaveGroupResponse.MemberResponse(
-                        member_id=m.member_id,
-                        group_instance_id=m.group_instance_id,
-                        error_code=ErrorCode.UNKNOWN_MEMBER_ID,
-                    )
-                    for m in request.members
-                ]
+            return Reply.of(
+                LeaveGroupResponse(
+                    members=[
+                        LeaveGroupResponse.MemberResponse(
+                            member_id=m.member_id,
+                            group_instance_id=m.group_instance_id,
+                            error_code=ErrorCode.UNKNOWN_MEMBER_ID,
+                        )
+                        for m in request.members
+                    ]
+                )
             )
         if group.is_in_state(GroupState.DEAD):
-            return LeaveGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            return Reply.of(LeaveGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
         responses = []
         left = []
         for m in request.members:
@@ -605,7 +627,7 @@ class ClassicGroupManager(RebalanceOps):
                 self.maybe_prepare_rebalance_or_complete_join(group, reason)
             elif group.is_in_state(GroupState.PREPARING_REBALANCE):
                 self.maybe_complete_join_phase(group)
-        return LeaveGroupResponse(members=responses)
+        return Reply.of(LeaveGroupResponse(members=responses))
 
     def _remove_current_member(
         self, group: ClassicGroup, member_id: str, reason: str | None

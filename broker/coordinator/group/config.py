@@ -28,8 +28,8 @@ CONSUMER_GROUP_ASSIGNORS = {
     "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
     "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
 }
-#: ``group.consumer.migration.policy``: only "disabled" is served (docs/deviations.md)
-MIGRATION_POLICIES = ("disabled",)
+#: ``group.consumer.migration.policy`` (Kafka's ``ConsumerGroupMigrationPolicy``, case-insensitive)
+MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 
 
 def _known_assignors(name: str, value: Any) -> None:
@@ -44,11 +44,16 @@ def _known_assignors(name: str, value: Any) -> None:
 
 
 def _migration_policy(name: str, value: Any) -> None:
-    if str(value).lower() not in MIGRATION_POLICIES:
+    if str(value).strip().lower() not in MIGRATION_POLICIES:
         raise InvalidConfigError(
-            f"Invalid value {value} for configuration {name}: only 'disabled' is supported; "
-            "a group is either classic or consumer, never both (docs/deviations.md)"
+            f"Invalid value {value} for configuration {name}: String must be one of (case "
+            f"insensitive): {', '.join(p.upper() for p in MIGRATION_POLICIES)}"
         )
+
+
+def migration_policy(value: Any) -> str:
+    """The policy's canonical (lower case) name."""
+    return str(value).strip().lower()
 
 
 _KEYS = (
@@ -179,8 +184,9 @@ _KEYS = (
     ConfigKey(
         "group.consumer.migration.policy",
         ConfigType.STRING,
-        "disabled",
-        "Conversion between classic and consumer groups: only 'disabled' here.",
+        "bidirectional",
+        "Online conversion between classic and consumer groups: disabled, upgrade (classic "
+        "to consumer), downgrade (consumer to classic) or bidirectional.",
         _migration_policy,
     ),
 )
@@ -211,6 +217,8 @@ class GroupConfig:
     consumer_group_max_size: int = INT_MAX
     #: short names, the default first
     consumer_group_assignors: tuple[str, ...] = ("uniform", "range")
+    #: ``group.consumer.migration.policy``: disabled, upgrade, downgrade or bidirectional
+    consumer_group_migration_policy: str = "bidirectional"
     #: acks=all waits for an fsync (the broker's acks.all.fsync)
     durable_fsync: bool = True
 
@@ -240,8 +248,21 @@ class GroupConfig:
                     CONSUMER_GROUP_ASSIGNORS[a] for a in config.get("group.consumer.assignors")
                 )
             ),
+            consumer_group_migration_policy=migration_policy(
+                config.get("group.consumer.migration.policy")
+            ),
             durable_fsync=bool(config.get("acks.all.fsync")),
         ).checked()
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        """``ConsumerGroupMigrationPolicy.isUpgradeEnabled``."""
+        return self.consumer_group_migration_policy in ("upgrade", "bidirectional")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        """``ConsumerGroupMigrationPolicy.isDowngradeEnabled``."""
+        return self.consumer_group_migration_policy in ("downgrade", "bidirectional")
 
     def checked(self) -> GroupConfig:
         """``GroupCoordinatorConfig``'s cross-key rule: the heartbeat interval of consumer

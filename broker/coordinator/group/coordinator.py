@@ -279,14 +279,14 @@ class GroupCoordinator:
             return HeartbeatResponse(error_code=exc.code)
         return shard.classic.heartbeat(request)
 
-    def leave_group(self, request: Data) -> Data:
+    def leave_group(self, request: Data) -> Reply[Data]:
         """``request.members`` must be set (v0-2 normalized by the handler)."""
         if not request.group_id:
-            return LeaveGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+            return Reply.of(LeaveGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID))
         try:
             shard = self.shard_of(request.group_id)
         except KafkaError as exc:
-            return LeaveGroupResponse(error_code=exc.code)
+            return Reply.of(LeaveGroupResponse(error_code=exc.code))
         return shard.classic.leave(request)
 
     # ---- the consumer protocol (KIP-848) -------------------------------------------------------

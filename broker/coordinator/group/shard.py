@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable
 
 from broker.coordinator.group.classic import ClassicGroupManager
 from broker.coordinator.group.config import GroupConfig
+from broker.coordinator.group.consumer.classic_members import ClassicMembersManager
 from broker.coordinator.group.consumer.groups import ConsumerGroupMeters, TopicsImage
-from broker.coordinator.group.consumer.heartbeat import ConsumerGroupManager
 from broker.coordinator.group.consumer.records import CONSUMER_RECORD_TYPES
 from broker.coordinator.group.offsets import OffsetManager
 from broker.coordinator.group.rebalance import GroupMeters, OnWritten
@@ -73,7 +73,7 @@ class Shard:
         self.state = ShardState.LOADING
         self._writer = writer
         self.classic = ClassicGroupManager(config, timer, time_ms, self._write, meters)
-        self.consumer = ConsumerGroupManager(
+        self.consumer = ClassicMembersManager(
             config, timer, time_ms, self._write, topics or NoTopics(), consumer_meters
         )
         # one id namespace: each manager sees the other's groups
@@ -82,6 +82,9 @@ class Shard:
         self.consumer.remove_classic_group = self.classic.remove_group
         self.classic.consumer_groups = self.consumer.groups
         self.classic.remove_consumer_group = self.consumer.remove_group
+        # online migration: classic members of consumer groups, conversions both ways
+        self.classic.consumer_side = self.consumer
+        self.consumer.classic = self.classic
         if max_batch_bytes is not None:
             self.classic.max_batch_bytes = max_batch_bytes
         self.offsets = OffsetManager(

@@ -287,7 +287,8 @@ class Context:
                 for m, i in members
             ],
         )
-        return self.shard.classic.leave(request)
+        reply = self.shard.classic.leave(request)
+        return reply.value if reply.done else reply
 
     def commit(
         self,

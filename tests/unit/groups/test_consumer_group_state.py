@@ -1,6 +1,7 @@
 """Consumer groups beside classic ones, their offsets, describing, deleting and replaying:
 Kafka 4.0's ``GroupMetadataManagerTest`` and ``OffsetMetadataManagerTest`` consumer group
-cases that apply (names kept, snake_case), and the "disabled" migration policy."""
+cases that apply (names kept, snake_case), and the "disabled" migration policy (the online
+migration itself: test_group_migration.py)."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def commit_code(ctx: Any, **kw: Any) -> int:
 
 
 def test_consumer_group_heartbeat_with_non_empty_classic_group():
-    ctx, _ = consumer_context()
+    ctx, _ = consumer_context(consumer_group_migration_policy="disabled")
     ctx.stable_group(1)
     resp, records = ctx.consumer_heartbeat(member_id="m", member_epoch=0, rebalance_timeout_ms=5000,
                                            subscribed_topic_names=["foo"], topic_partitions=[])  # fmt: skip
@@ -95,16 +96,8 @@ def test_classic_group_join_with_empty_consumer_group():
     ]
 
 
-def test_classic_group_join_with_non_empty_consumer_group_is_refused():
-    ctx, _ = consumer_context()
-    stable_member_group(ctx)
-    reply = ctx.join()
-    assert ErrorCode(reply.value.error_code) is ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-    assert reply.value.member_id == ""
-    assert GROUP not in ctx.groups
-
-
 def test_classic_requests_to_a_consumer_group_know_no_member():
+    # the member uses the consumer protocol: not one the classic requests know
     ctx, _ = consumer_context()
     stable_member_group(ctx)
     assert ErrorCode(ctx.sync("member", 10).value.error_code) is ErrorCode.UNKNOWN_MEMBER_ID

@@ -12,8 +12,11 @@ Modules::
     records.py             the ConsumerGroup* records of __consumer_offsets
     groups.py              the shard's consumer groups: writes, replay, timers, describing
     heartbeat.py           ConsumerGroupHeartbeat: join, heartbeat, leave
+    classic_members.py     classic members inside a consumer group (online migration)
 
-A group id names one group, classic or consumer: the migration policy is
-"disabled" (docs/deviations.md), so a classic group with members refuses
-this protocol and a consumer group with members refuses classic members.
+A group id names one group, classic or consumer. As Kafka 4.0
+(``group.consumer.migration.policy``, default bidirectional), a classic group
+of consumers is converted when a consumer protocol member joins it, a
+consumer group serves classic members, and goes back to classic when its
+last consumer protocol member leaves.
 """

@@ -137,6 +137,31 @@ class ConsumerGroup:
     def has_member(self, member_id: str) -> bool:
         return member_id in self.members
 
+    # ---- members using the classic protocol (online migration) -----------------------------
+
+    @property
+    def num_classic_protocol_members(self) -> int:
+        return sum(1 for m in self.members.values() if m.uses_classic_protocol)
+
+    def all_members_use_classic_protocol_except(self, member_id: str) -> bool:
+        """``allMembersUseClassicProtocolExcept``: UNKNOWN_MEMBER_ID for an unknown member."""
+        member = self.member_or_new(member_id, False)
+        return (
+            not member.uses_classic_protocol
+            and self.num_classic_protocol_members == len(self.members) - 1
+        )
+
+    def supports_classic_protocols(self, protocol_type: str | None, names: set[str]) -> bool:
+        """``supportsClassicProtocols``: a classic member of protocol type "consumer" whose
+        protocols include one every classic member of the group supports."""
+        if protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return False
+        if self.is_empty:
+            return bool(names)
+        classic = [m.classic_member_metadata for m in self.members.values()]
+        supported = [{name for name, _ in c.supported_protocols} for c in classic if c is not None]
+        return any(all(name in s for s in supported) for name in names)
+
     # ---- epochs and state ------------------------------------------------------------------
 
     def set_group_epoch(self, epoch: int) -> None:

@@ -19,10 +19,13 @@ The answer carries the member id and epoch, the heartbeat interval, and the
 assignment when the member sent a full request (a join, or after an error)
 or its assignment changed.
 
-A classic group with members cannot be joined with this protocol
-(GROUP_ID_NOT_FOUND, "Group ... is not a consumer group", Kafka's answer when
-its migration policy refuses the upgrade); an empty classic group (one
-holding offsets only) is replaced by the consumer group.
+A classic group with members is converted to a consumer group when the
+migration policy allows an upgrade and its members use the consumer
+protocol type (``convertToConsumerGroup``); otherwise it cannot be joined
+with this protocol (GROUP_ID_NOT_FOUND, "Group ... is not a consumer
+group"). An empty classic group (one holding offsets only) is replaced by
+the consumer group. A leave (or a fencing) of the last consumer protocol
+member of a group of classic members converts it back (``groups.py``).
 """
 
 from __future__ import annotations
@@ -160,6 +163,8 @@ class ConsumerGroupManager(ConsumerGroups):
         owned = request.topic_partitions
         regex = getattr(request, "subscribed_topic_regex", None)
         create = member_epoch == 0
+        replaced = self.classic_groups.get(group_id) if create else None
+        replaced_state = None if replaced is None else (replaced.state, replaced.previous_state)
         group = self._get_or_maybe_create_group(group_id, create, records)
         member_id = request.member_id or str(uuid.uuid4())  # v0 may leave it to us
         self._throw_if_full(group, member_id)
@@ -202,6 +207,57 @@ class ConsumerGroupManager(ConsumerGroups):
             client_host=client_host,
             classic_member_metadata=None,
         )
+        updated, refreshed, version, group_epoch = self._subscribe_and_reconcile(
+            group, member, updated, owned, authorized_topics, records
+        )
+        self.schedule_session_timeout(group_id, member_id)
+
+        response = ConsumerGroupHeartbeatResponse(
+            member_id=updated.member_id,
+            member_epoch=updated.member_epoch,
+            heartbeat_interval_ms=self.config.consumer_group_heartbeat_interval_ms,
+        )
+        full = member_epoch == 0 or (
+            request.rebalance_timeout_ms != -1
+            and request.subscribed_topic_names is not None
+            and owned is not None
+        )
+        if full or has_assigned_partitions_changed(member, updated):
+            response.assignment = _response_assignment(updated.assigned_partitions)
+        on_revert = None
+        if replaced is not None and replaced_state is not None:
+            # a failed write of the classic group's replacement: it comes back
+            def on_revert() -> None:
+                self.restore_classic_group(replaced, replaced_state)
+
+        reply = self.write_then(group_id, records, response, error_response, None, on_revert)
+        # soft state, on the group as the records made it (a new group exists only now)
+        registered = self.groups.get(group_id)
+        if registered is not None and (not reply.done or reply.value.error_code == 0):
+            if registered is not group:  # a new group: its records made another object
+                registered.set_regex_topics(group.regex_topics)
+            if refreshed:
+                registered.set_metadata_refreshed(version, group_epoch)
+            if new_member:
+                registered.unconfirmed.add(member_id)
+            else:
+                registered.unconfirmed.discard(member_id)
+        return reply
+
+    def _subscribe_and_reconcile(  # noqa: PLR0917 (the three steps of a heartbeat)
+        self,
+        group: ConsumerGroup,
+        member: ConsumerGroupMember,
+        updated: ConsumerGroupMember,
+        owned: Sequence[Data] | None,
+        authorized_topics: TopicFilter | None,
+        records: list[Record],
+    ) -> tuple[ConsumerGroupMember, bool, int, int]:
+        """Steps 1-3 of a heartbeat (and of a classic member's JoinGroup): the member's
+        record, the group epoch, the target assignment, the member's reconciliation.
+        Returns the reconciled member, whether the subscription metadata was refreshed, the
+        topics version it was refreshed at, and the group epoch."""
+        group_id = group.group_id
         bump = group.group_epoch == 0  # a new group moves away from epoch 0
         if updated != member:
             records.append(member_subscription_record(group_id, updated))
@@ -251,38 +307,14 @@ class ConsumerGroupManager(ConsumerGroups):
 
         # 3. reconciliation
         updated = self._maybe_reconcile(group, updated, target_epoch, target, owned, records)
-        self.schedule_session_timeout(group_id, member_id)
-
-        response = ConsumerGroupHeartbeatResponse(
-            member_id=updated.member_id,
-            member_epoch=updated.member_epoch,
-            heartbeat_interval_ms=self.config.consumer_group_heartbeat_interval_ms,
-        )
-        full = member_epoch == 0 or (
-            request.rebalance_timeout_ms != -1
-            and request.subscribed_topic_names is not None
-            and owned is not None
-        )
-        if full or has_assigned_partitions_changed(member, updated):
-            response.assignment = _response_assignment(updated.assigned_partitions)
-        reply = self.write_then(group_id, records, response, error_response)
-        # soft state, on the group as the records made it (a new group exists only now)
-        registered = self.groups.get(group_id)
-        if registered is not None and (not reply.done or reply.value.error_code == 0):
-            if registered is not group:  # a new group: its records made another object
-                registered.set_regex_topics(group.regex_topics)
-            if refreshed:
-                registered.set_metadata_refreshed(version, group_epoch)
-            if new_member:
-                registered.unconfirmed.add(member_id)
-            else:
-                registered.unconfirmed.discard(member_id)
-        return reply
+        return updated, refreshed, version, group_epoch
 
     def _get_or_maybe_create_group(
         self, group_id: str, create: bool, records: list[Record]
     ) -> ConsumerGroup:
-        """``getOrMaybeCreateConsumerGroup`` with the migration policy "disabled"."""
+        """``getOrMaybeCreateConsumerGroup``: a new group is not registered (replaying its
+        records does it); an empty classic group gives way, a classic group of consumer
+        protocol members is converted when the migration policy allows an upgrade."""
         group = self.groups.get(group_id)
         if group is not None:
             return group
@@ -297,6 +329,8 @@ class ConsumerGroupManager(ConsumerGroups):
             # an empty classic group (offsets only) goes: its tombstone, replayed at once
             records.append(group_tombstone(group_id))
             return self.new_group(group_id)
+        if create and self.validate_online_upgrade(classic):
+            return self.convert_to_consumer_group(classic, records)
         raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
     def _throw_if_full(self, group: ConsumerGroup, member_id: str) -> None:
@@ -316,16 +350,25 @@ class ConsumerGroupManager(ConsumerGroups):
         owned: Sequence[Data] | None,
         create: bool,
         records: list[Record],
+        use_classic: bool = False,
     ) -> ConsumerGroupMember:
+        """``getOrMaybeSubscribeStaticConsumerGroupMember``: a member using the classic
+        protocol (``use_classic``) skips the epoch checks and may replace an instance whose
+        member did not leave, as may anyone replacing a classic member."""
         existing = group.static_member(instance_id)
+        protocol = "classic" if use_classic else "consumer"
         group_id = group.group_id
         if create:
             if existing is None:
                 log.info("[GroupId %s] Static member %s with instance id %s joins the consumer "
-                         "group using the consumer protocol.", group_id, member_id,
-                         instance_id)  # fmt: skip
+                         "group using the %s protocol.", group_id, member_id, instance_id,
+                         protocol)  # fmt: skip
                 return group.member_or_new(member_id, True)
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if (
+                not use_classic
+                and not existing.uses_classic_protocol
+                and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH
+            ):
                 raise GroupError(
                     ErrorCode.UNRELEASED_INSTANCE_ID,
                     f"Static member {member_id} with instance id {instance_id} cannot join the "
@@ -342,14 +385,15 @@ class ConsumerGroupManager(ConsumerGroups):
             )
             records.append(current_assignment_record(group_id, new))
             log.info("[GroupId %s] Static member with instance id %s re-joins the consumer group "
-                     "using the consumer protocol. Created a new member %s to replace the "
-                     "existing member %s.", group_id, instance_id, member_id,
+                     "using the %s protocol. Created a new member %s to replace the existing "
+                     "member %s.", group_id, instance_id, protocol, member_id,
                      existing.member_id)  # fmt: skip
             return new
         if existing is None:
             raise unknown_member(f"Instance id {instance_id} is unknown.")
         _throw_if_instance_fenced(existing, member_id, instance_id)
-        _check_member_epoch(existing, member_epoch, owned)
+        if not use_classic:
+            _check_member_epoch(existing, member_epoch, owned)
         return existing
 
     def _update_target_assignment(  # noqa: PLR0917 (Kafka's updateTargetAssignment)
@@ -404,7 +448,9 @@ class ConsumerGroupManager(ConsumerGroups):
                 assignment_to_string(updated.assigned_partitions),
                 assignment_to_string(updated.partitions_pending_revocation),
             )  # fmt: skip
-            if updated.state is MemberState.UNREVOKED_PARTITIONS:
+            if updated.uses_classic_protocol:
+                pass  # a classic member has join and sync timers instead
+            elif updated.state is MemberState.UNREVOKED_PARTITIONS:
                 self.schedule_rebalance_timeout(
                     group.group_id,
                     updated.member_id,

@@ -53,8 +53,8 @@ class MemberState(enum.IntEnum):
 @dataclass(frozen=True)
 class ClassicMemberMetadata:
     """``ConsumerGroupMemberMetadataValue.ClassicMemberMetadata``: a member using the
-    classic protocol inside a consumer group (Kafka's online migration). This broker
-    never creates one; one found in a loaded log is kept and written back as it was."""
+    classic protocol inside a consumer group (Kafka's online migration): its session
+    timeout and its JoinGroup protocols (name, subscription), in preference order."""
 
     session_timeout_ms: int
     supported_protocols: tuple[tuple[str, bytes], ...]
