@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from broker.config import TopicConfig
 from broker.log.unified_log import UnifiedLog
-from broker.server.group_commit import GroupCommit
+from broker.server.group_commit import FLUSH_NICE, GroupCommit
 from tests.aio import run
 from tests.unit.log.batches import v2_batch
 from tests.unit.log.helpers import MockTime
@@ -220,3 +221,56 @@ def test_close_finishes_the_rounds_asked_for(tmp_path: Path) -> None:
 
 async def _ask(commit: GroupCommit, fake: FakeLog) -> bool:
     return await commit.wait_flushed([(as_log(fake), 99)], 1)
+
+
+def test_the_fsyncs_run_below_the_event_loops_priority(commit: GroupCommit) -> None:
+    """An fsync's kernel CPU is its thread's: the flusher and the fsync threads run at
+    nice FLUSH_NICE so that, on one core, the loop keeps reading the next round's
+    requests while they wait (module docstring)."""
+    logs = [FakeLog() for _ in range(2)]  # two logs: the round uses the fsync threads
+    seen: list[int] = []
+
+    def nice_of_caller(log: FakeLog) -> Any:
+        real = log.flush
+
+        def flush(offset: int) -> bool:
+            seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+            return real(offset)
+
+        return flush
+
+    for log in logs:
+        log.flush = nice_of_caller(log)  # type: ignore[method-assign]
+    one = FakeLog()
+    one.flush = nice_of_caller(one)  # type: ignore[method-assign]
+
+    async def scenario() -> None:
+        assert await commit.wait_flushed([(as_log(log), 1) for log in logs], 5)
+        assert await commit.wait_flushed([(as_log(one), 1)], 5)  # in the flusher itself
+
+    base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    run(scenario())
+    assert seen == [max(base, FLUSH_NICE)] * 3
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == base
+
+
+def test_a_timed_out_waiter_is_skipped_when_its_round_fails(commit: GroupCommit) -> None:
+    """The waiter answered False at its timeout; the round's later error reaches only
+    the waiters still waiting, and nothing is left unretrieved."""
+    slow = FakeLog()
+    slow.release.clear()
+    slow.fail = OSError(5, "Input/output error")
+
+    async def scenario() -> tuple[bool, BaseException | None]:
+        timed_out = await commit.wait_flushed([(as_log(slow), 3)], 0.05)
+        later = commit.wait_flushed([(as_log(slow), 4)], 5)
+        slow.release.set()
+        try:
+            await later
+        except OSError as exc:
+            return timed_out, exc
+        return timed_out, None
+
+    timed_out, error = run(scenario())
+    assert timed_out is False
+    assert isinstance(error, OSError)
