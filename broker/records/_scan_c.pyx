@@ -459,6 +459,29 @@ def new_buffer(Py_ssize_t size):
     return PyByteArray_FromStringAndSize(NULL, size)
 
 
+# a copy this large releases the GIL (a decoder's output on a worker thread: a
+# 1 MB piece into fresh pages takes ~0.5 ms, and a loop waiting for the GIL
+# waits a whole switch interval, 5 ms, if the worker keeps it)
+cdef Py_ssize_t _COPY_NOGIL_MIN = 65536
+
+
+def copy_into(uint8_t[::1] dst, Py_ssize_t offset, const uint8_t[::1] src):
+    # ``dst`` is typed, so the bytearray is exported (not resizable) while the
+    # copy runs without the GIL
+    cdef Py_ssize_t n = src.shape[0]
+    if offset < 0 or n > dst.shape[0] - offset:
+        raise ValueError(f"copy_into: {n} bytes at {offset} do not fit {dst.shape[0]}")
+    if n == 0:
+        return
+    cdef uint8_t* d = &dst[offset]
+    cdef const uint8_t* s = &src[0]
+    if n >= _COPY_NOGIL_MIN:
+        with nogil:
+            memcpy(d, s, n)
+    else:
+        memcpy(d, s, n)
+
+
 def crc32(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end):
     cdef const uint8_t* b = _ptr(buf)
     cdef uint32_t c

@@ -17,6 +17,7 @@ documented in ``_scan_py.py``)::
     read_varlong(buf, pos, end) -> (value, next_pos)
     crc32(buf, pos, end) -> int
     new_buffer(size) -> bytearray
+    copy_into(dst, offset, src) -> None
     scan_entries(buf, start, end, max_message_bytes, client_origin)
         -> (entries, valid_end, first_magic, source_codec, fail_code, fail_pos,
             fail_value, magic_mask)
@@ -92,6 +93,7 @@ read_varint = impl.read_varint
 read_varlong = impl.read_varlong
 crc32 = impl.crc32
 new_buffer = impl.new_buffer
+copy_into = impl.copy_into
 scan_entries = impl.scan_entries
 walk_v2 = impl.walk_v2
 walk_legacy = impl.walk_legacy
