@@ -294,18 +294,14 @@ def _filter_fields(f: AclBindingFilter) -> dict[str, object]:
 
 
 def _binding(resource: Data, acl: Data) -> AclBinding:
-    return AclBinding(
-        ResourcePattern(
-            ResourceType.from_code(resource.resource_type),
-            resource.resource_name,
-            PatternType.from_code(resource.pattern_type),
-        ),
-        AccessControlEntry(
-            acl.principal,
-            acl.host,
-            AclOperation.from_code(acl.operation),
-            AclPermissionType.from_code(acl.permission_type),
-        ),
+    return AclBinding.from_codes(
+        resource.resource_type,
+        resource.resource_name,
+        resource.pattern_type,
+        acl.principal,
+        acl.host,
+        acl.operation,
+        acl.permission_type,
     )
 
 

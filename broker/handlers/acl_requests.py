@@ -14,6 +14,10 @@ CLUSTER_AUTHORIZATION_FAILED), then that an authorizer is configured
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
+
+from broker.errors import ErrorCode
 from broker.protocol.data import Data
 from broker.security.acl import (
     AccessControlEntry,
@@ -27,10 +31,29 @@ from broker.security.acl import (
     ResourcePatternFilter,
     ResourceType,
 )
+from broker.security.acl_control import MAX_ACLS_PER_REQUEST, AclControl
+
+log = logging.getLogger(__name__)
 
 #: messages of Kafka's answers (``Errors`` defaults, ``AclApis``)
 CLUSTER_DENIED = "Cluster authorization failed."
 NO_AUTHORIZER = "No Authorizer is configured on the broker."
+
+
+def batch_too_large(verb: str) -> str:
+    """POLICY_VIOLATION's message past MAX_ACLS_PER_REQUEST (``verb``: created, deleted)."""
+    return (
+        "Unable to perform excessively large batch operation: at most "
+        f"{MAX_ACLS_PER_REQUEST} ACLs can be {verb} by one request."
+    )
+
+
+def mark_unstored(control: AclControl, results: Iterable[Data], exc: OSError) -> None:
+    """The ACL file could not be written: every result of the change says so."""
+    log.error("cannot write the ACL file %s: %s", control.store.path, exc)
+    for result in results:
+        result.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+        result.error_message = f"The ACLs could not be stored: {exc}"
 
 
 def binding_filter(data: Data) -> AclBindingFilter:
@@ -61,18 +84,14 @@ def filter_problem(f: AclBindingFilter) -> str | None:
 
 def creation_binding(c: Data) -> AclBinding:
     """The binding one AclCreation asks for (``CreateAclsRequest.aclBinding``)."""
-    return AclBinding(
-        ResourcePattern(
-            ResourceType.from_code(c.resource_type),
-            c.resource_name,
-            PatternType.from_code(c.resource_pattern_type),
-        ),
-        AccessControlEntry(
-            c.principal,
-            c.host,
-            AclOperation.from_code(c.operation),
-            AclPermissionType.from_code(c.permission_type),
-        ),
+    return AclBinding.from_codes(
+        c.resource_type,
+        c.resource_name,
+        c.resource_pattern_type,
+        c.principal,
+        c.host,
+        c.operation,
+        c.permission_type,
     )
 
 

@@ -24,18 +24,20 @@ Version notes:
 
 from __future__ import annotations
 
-import logging
-
 from broker.errors import ErrorCode, KafkaError
-from broker.handlers.acl_requests import CLUSTER_DENIED, NO_AUTHORIZER, creation_binding
+from broker.handlers.acl_requests import (
+    CLUSTER_DENIED,
+    NO_AUTHORIZER,
+    batch_too_large,
+    creation_binding,
+    mark_unstored,
+)
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.protocol.data import Data
 from broker.protocol.messages import CreateAclsResponse
 from broker.security.acl import AclBinding, AclOperation, check_new_binding
 from broker.security.acl_control import MAX_ACLS_PER_REQUEST, AclControl
-
-log = logging.getLogger(__name__)
 
 _Result = CreateAclsResponse.AclCreationResult
 
@@ -67,10 +69,7 @@ class CreateAclsHandler(RequestHandler):
                     valid.append((result, binding))
                 else:
                     result.error_code = ErrorCode.POLICY_VIOLATION
-                    result.error_message = (
-                        "Unable to perform excessively large batch operation: at most "
-                        f"{MAX_ACLS_PER_REQUEST} ACLs can be created by one request."
-                    )
+                    result.error_message = batch_too_large("created")
             results.append(result)
         response = CreateAclsResponse(results=results)
         if not valid:
@@ -87,10 +86,7 @@ class CreateAclsHandler(RequestHandler):
         try:
             await control.create([binding for _, binding in valid])
         except OSError as exc:
-            log.error("cannot write the ACL file %s: %s", control.store.path, exc)
-            for result, _ in valid:
-                result.error_code = ErrorCode.KAFKA_STORAGE_ERROR
-                result.error_message = f"The ACLs could not be stored: {exc}"
+            mark_unstored(control, (result for result, _ in valid), exc)
         return self._counted(ctx, response)
 
     @staticmethod

@@ -21,14 +21,14 @@ Version notes:
 
 from __future__ import annotations
 
-import logging
-
 from broker.errors import ErrorCode
 from broker.handlers.acl_requests import (
     CLUSTER_DENIED,
     NO_AUTHORIZER,
+    batch_too_large,
     binding_filter,
     filter_problem,
+    mark_unstored,
 )
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
@@ -36,8 +36,6 @@ from broker.protocol.data import Data
 from broker.protocol.messages import DeleteAclsResponse
 from broker.security.acl import AclBinding, AclBindingFilter, AclOperation
 from broker.security.acl_control import MAX_ACLS_PER_REQUEST, AclControl
-
-log = logging.getLogger(__name__)
 
 _Result = DeleteAclsResponse.DeleteAclsFilterResult
 
@@ -68,10 +66,7 @@ class DeleteAclsHandler(RequestHandler):
                 matched = doomed.union(control.authorizer.acls(wanted))
                 if len(matched) > MAX_ACLS_PER_REQUEST:
                     result.error_code = ErrorCode.POLICY_VIOLATION
-                    result.error_message = (
-                        "Unable to perform excessively large batch operation: at most "
-                        f"{MAX_ACLS_PER_REQUEST} ACLs can be deleted by one request."
-                    )
+                    result.error_message = batch_too_large("deleted")
                 else:
                     doomed = matched
                     valid.append((result, wanted))
@@ -91,10 +86,7 @@ class DeleteAclsHandler(RequestHandler):
         try:
             deleted = await control.delete([f for _, f in valid])
         except OSError as exc:
-            log.error("cannot write the ACL file %s: %s", control.store.path, exc)
-            for result, _ in valid:
-                result.error_code = ErrorCode.KAFKA_STORAGE_ERROR
-                result.error_message = f"The ACLs could not be stored: {exc}"
+            mark_unstored(control, (result for result, _ in valid), exc)
             return self._counted(ctx, response)
         for (result, _), bindings in zip(valid, deleted, strict=True):
             result.matching_acls = [

@@ -199,6 +199,31 @@ class AclBinding:
     pattern: ResourcePattern
     entry: AccessControlEntry
 
+    @classmethod
+    def from_codes(  # noqa: PLR0917 (the seven fields of a binding on the wire)
+        cls,
+        resource_type: int,
+        name: str,
+        pattern_type: int,
+        principal: str,
+        host: str,
+        operation: int,
+        permission_type: int,
+    ) -> AclBinding:
+        """A binding from the wire's fields (AclCreation, DescribeAcls' resources and
+        their ACLs)."""
+        return cls(
+            ResourcePattern(
+                ResourceType.from_code(resource_type), name, PatternType.from_code(pattern_type)
+            ),
+            AccessControlEntry(
+                principal,
+                host,
+                AclOperation.from_code(operation),
+                AclPermissionType.from_code(permission_type),
+            ),
+        )
+
     def __str__(self) -> str:
         return f"{self.pattern} {self.entry}"
 

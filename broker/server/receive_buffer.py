@@ -39,6 +39,7 @@ answers free its buffer.
 from __future__ import annotations
 
 import struct
+from abc import ABC, abstractmethod
 
 from broker.server.budget import ReceiveBudget
 
@@ -59,7 +60,7 @@ POOL_BUFFERS = 4
 EMPTY = bytearray()
 
 
-class ReceiveBuffers:
+class ReceiveBuffers(ABC):
     """The receive buffers of one connection (a base of ``Connection``, so the
     hot path reads its own attributes)."""
 
@@ -98,13 +99,13 @@ class ReceiveBuffers:
 
     # ---- the connection's part ----------------------------------------------------
 
+    @abstractmethod
     def _receiving(self) -> bool:
         """False once the connection is closed or closing."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _maybe_resume_reading(self) -> None:
         """Read again unless something else holds the connection."""
-        raise NotImplementedError
 
     # ---- room for the next read ---------------------------------------------------
 
