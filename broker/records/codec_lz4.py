@@ -220,22 +220,13 @@ def decompress(data: memoryview, max_size: int, ignore_header_checksum: bool) ->
             _finish(context)
             result: bytes = output
             return result
-        bounded: BoundedOutput | None = None
+        bounded = BoundedOutput(NAME, max_size, expected=frame.bound)
         pos = 0
         while True:
-            room = min(OUTPUT_STEP, max_size + 1) if bounded is None else bounded.room(OUTPUT_STEP)
+            room = bounded.room(OUTPUT_STEP)
             piece, read, _ = lz4.frame.decompress_chunk(context, blocks[pos:], max_length=room)
-            pos += read
-            if bounded is None:
-                if len(piece) < room and pos == len(blocks):
-                    # all of it in the first step (within the bound, as room is at
-                    # most max_size + 1): no copy into a bounded buffer, which costs
-                    # as much as lz4 itself
-                    _finish(context)
-                    whole: bytes = piece
-                    return whole
-                bounded = BoundedOutput(NAME, max_size, expected=frame.bound)
             bounded.append(piece)
+            pos += read
             if len(piece) < room:  # the decoder is done with the input it was given
                 if pos < len(blocks):
                     raise corrupt(NAME, "the decoder stopped inside the blocks")

@@ -50,3 +50,23 @@ def test_bounded_output_grows_past_its_guess_and_stops_at_its_bound() -> None:
     assert bytes(out.result()) == b"".join(pieces)
     with pytest.raises(KafkaError):
         out.append(bytes(101))  # 1001 > 1000
+
+
+def test_a_stream_whole_in_its_first_piece_is_returned_without_a_copy() -> None:
+    piece = bytes(range(200))
+    out = BoundedOutput("lz4", 1000, expected=900)
+    out.append(piece)
+    assert out.result() is piece
+
+
+def test_a_mutable_first_piece_is_copied() -> None:
+    """Only an immutable piece is kept as it is: a decoder may reuse its buffer."""
+    piece = bytearray(b"abc")
+    out = BoundedOutput("gzip", 10)
+    out.append(piece)
+    piece[0] = ord("X")
+    assert bytes(out.result()) == b"abc"
+
+
+def test_an_empty_stream_is_empty() -> None:
+    assert BoundedOutput("zstd", 10).result() == b""
