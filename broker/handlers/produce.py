@@ -85,7 +85,15 @@ from broker.log.unified_log import UnifiedLog
 from broker.partition.partition import AppendOutcome, Partition
 from broker.protocol.data import Data
 from broker.protocol.messages import ProduceResponse
-from broker.records.batch import TRANSACTIONAL_FLAG_MASK
+from broker.records.batch import (
+    ATTRIBUTES_OFFSET,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_V2,
+    RECORD_BATCH_OVERHEAD,
+    TRANSACTIONAL_FLAG_MASK,
+)
 from broker.security.acl import AclOperation, ResourceType
 from broker.validator.analysis import check_request_records
 
@@ -102,9 +110,6 @@ _PLAIN_ERRORS = frozenset(
         ErrorCode.KAFKA_STORAGE_ERROR,
     }
 )
-_ATTRIBUTES_OFFSET = 21
-_MAGIC_OFFSET = 16
-_V2_OVERHEAD = 61
 _LENGTH = struct.Struct(">i")
 _WRITE = AclOperation.WRITE
 _TOPIC = ResourceType.TOPIC
@@ -155,12 +160,13 @@ def _first_batch_transactional(records: memoryview) -> bool:
     batch's transactional flag (v2 only; legacy batches cannot carry it).
     The first batch starts at 0 (its length at 8, magic at 16); one that is
     not whole is the validator's to report (framing errors included)."""
-    if len(records) < _V2_OVERHEAD or records[_MAGIC_OFFSET] < 2:
+    if len(records) < RECORD_BATCH_OVERHEAD or records[MAGIC_OFFSET] < MAGIC_V2:
         return False
-    (length,) = _LENGTH.unpack_from(records, 8)
-    if not _V2_OVERHEAD <= length + 12 <= len(records):
+    (length,) = _LENGTH.unpack_from(records, LENGTH_OFFSET)
+    if not RECORD_BATCH_OVERHEAD <= length + LOG_OVERHEAD <= len(records):
         return False
-    return bool(records[_ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_FLAG_MASK)
+    # the attributes are a big-endian int16: the flag is in its low byte
+    return bool(records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_FLAG_MASK)
 
 
 @dataclass(slots=True)

@@ -218,12 +218,9 @@ class Partition:
         if previous is not None and previous.done():
             previous = None  # ended; its done callback has not run yet
         if inline and previous is None:
-            try:
-                result = self._validation(records, produce_version, None, self._inline_budget)()
-            except OffloadRequired:
-                pass
-            else:
-                return self._append_validated(result)
+            done = self._append_within_budget(records, produce_version)
+            if done is not None:
+                return done
         queued = asyncio.ensure_future(
             self._append_queued(records, produce_version, previous, worker_only=not inline)
         )
@@ -258,12 +255,9 @@ class Partition:
             # queued only to keep the order: a cheap one is validated here, so a
             # partition under steady load does not send every append through
             # the worker pool while its queue never quite drains
-            try:
-                cheap = self._validation(records, produce_version, None, self._inline_budget)()
-            except OffloadRequired:
-                pass
-            else:
-                return self._append_validated(cheap)
+            done = self._append_within_budget(records, produce_version)
+            if done is not None:
+                return done
         deferred = DeferredRecorder()
         try:
             result = await self._offload(
@@ -283,6 +277,17 @@ class Partition:
             raise UnknownTopicOrPartitionError(
                 f"This server does not host this topic-partition: {self._name}"
             )
+
+    def _append_within_budget(
+        self, records: memoryview, produce_version: int
+    ) -> AppendOutcome | None:
+        """Validate on the event loop within the inline budget and append; None
+        (nothing changed) when the validation would cost more."""
+        try:
+            result = self._validation(records, produce_version, None, self._inline_budget)()
+        except OffloadRequired:
+            return None
+        return self._append_validated(result)
 
     def _validation(
         self,
