@@ -60,11 +60,15 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
-    """Write ``path`` through ``<path>.tmp`` + rename (``Utils.atomicMoveWithFallback``)."""
+def atomic_write(path: Path, data: bytes, *, sync: bool = True, mode: int = 0o644) -> None:
+    """Write ``path`` through ``<path>.tmp`` + rename (``Utils.atomicMoveWithFallback``);
+    ``mode`` is the new file's from its creation on (also when a crash left the
+    temporary file behind with another mode)."""
     tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
+        if mode != 0o644:
+            os.fchmod(fd, mode)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]

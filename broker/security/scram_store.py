@@ -27,13 +27,12 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from broker.log.checkpoints import fsync_dir
+from broker.log.checkpoints import atomic_write
 
 FILE_NAME = "scram-credentials.json"
 VERSION = 1
@@ -144,16 +143,6 @@ class ScramStore:
     def save(self, credentials: dict[tuple[str, str], ScramCredential]) -> None:
         """Replace the file (durable on return), then the credentials in memory."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
         # 0600 from the start: the keys are not passwords, but nobody else needs them
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            view = memoryview(self.encode(credentials))
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
-        fsync_dir(self.path.parent)
+        atomic_write(self.path, self.encode(credentials), mode=0o600)
         self.credentials = dict(credentials)

@@ -222,6 +222,22 @@ def test_scram_store_keeps_salted_keys_only(tmp_path: Path) -> None:
     assert exchange.complete
 
 
+def test_scram_store_is_0600_even_over_a_leftover_temporary_file(tmp_path: Path) -> None:
+    """A crash between the temporary file and the rename may leave it behind with
+    another mode; the credentials never take that mode."""
+    mechanism, salt = "SCRAM-SHA-256", b"\x02" * 16
+    credential = credential_from_salted_password(
+        mechanism, salt, salted_password(mechanism, "pw", salt, 4096), 4096
+    )
+    store = ScramStore(tmp_path)
+    leftover = store.path.with_name(store.path.name + ".tmp")
+    leftover.write_bytes(b"half")
+    leftover.chmod(0o644)
+    store.save({("bob", mechanism): credential})
+    assert oct(store.path.stat().st_mode & 0o777) == "0o600"
+    assert not leftover.exists()
+
+
 # ---- OAUTHBEARER --------------------------------------------------------------------------
 
 
