@@ -43,7 +43,8 @@ from collections.abc import Iterable
 from broker.admin.client import AdminClientError, AdminConnection, BrokerRefused, check
 from broker.admin.client_security import (
     ClientSecurityError,
-    add_command_config_argument,
+    UsageError,
+    add_connection_arguments,
     command_security,
 )
 from broker.protocol.data import Data
@@ -70,15 +71,8 @@ DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 Op = AclOperation
 
 
-class UsageError(Exception):
-    pass
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--bootstrap-server", required=True, metavar="HOST:PORT", help="the broker to talk to"
-    )
-    add_command_config_argument(parser)
+    add_connection_arguments(parser)
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--add", action="store_true", help="add ACLs")
     action.add_argument("--remove", action="store_true", help="remove ACLs")

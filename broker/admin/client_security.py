@@ -140,6 +140,18 @@ def _code_name(code: int) -> str:
         return f"error {code}"
 
 
+class UsageError(Exception):
+    """A command line the admin tools refuse (printed, exit status 2)."""
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--bootstrap-server`` and ``--command-config``, shared by the admin tools."""
+    parser.add_argument(
+        "--bootstrap-server", required=True, metavar="HOST:PORT", help="the broker to talk to"
+    )
+    add_command_config_argument(parser)
+
+
 def add_command_config_argument(parser: argparse.ArgumentParser) -> None:
     """``--command-config``, shared by the admin tools."""
     parser.add_argument(

@@ -41,7 +41,8 @@ from typing import TextIO
 from broker.admin.client import AdminClientError, AdminConnection
 from broker.admin.client_security import (
     ClientSecurityError,
-    add_command_config_argument,
+    UsageError,
+    add_connection_arguments,
     command_security,
 )
 from broker.errors import ErrorCode
@@ -64,15 +65,8 @@ DEFAULT_ITERATIONS = 4096
 _CREDENTIAL = re.compile(r"(?:iterations=(-?[0-9]*),)?password=(.*)", re.S)
 
 
-class UsageError(Exception):
-    pass
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--bootstrap-server", required=True, metavar="HOST:PORT", help="the broker to talk to"
-    )
-    add_command_config_argument(parser)
+    add_connection_arguments(parser)
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = sub.add_parser("list", help="users and their mechanisms and iterations")
