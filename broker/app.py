@@ -53,7 +53,6 @@ from broker.log.errors import LogDirLockedError, ThreadShutdownError
 from broker.log.manager import LogManager
 from broker.metrics import (
     BrokerMetrics,
-    CleanerSample,
     ConnectionSample,
     GroupSample,
     LogSample,
@@ -209,7 +208,7 @@ class BrokerApp:
         self.metrics.log_provider = self._log_samples
         cleaner = self.log_manager.cleaner
         if cleaner is not None:
-            self.metrics.cleaner_provider = lambda: CleanerSample(*cleaner.snapshot())
+            self.metrics.cleaner_provider = cleaner.snapshot
             self.log_manager.start_cleaner(self._owner_call)
         # produce validations too costly for the event loop (broker/partition/partition.py)
         self._offload_pool = concurrent.futures.ThreadPoolExecutor(

@@ -48,6 +48,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from broker.log.log_cleaner import CleanerSnapshot
 from broker.meters import Counter, CounterFamily, HistogramFamily
 from broker.meters import Histogram as FastHistogram
 
@@ -135,19 +136,9 @@ class ConnectionSample(NamedTuple):
 ConnectionProvider = Callable[[], ConnectionSample]
 
 
-class CleanerSample(NamedTuple):
-    """The log cleaner's gauges (``LogCleaner`` / ``LogCleanerManager``), read at scrape time."""
-
-    max_buffer_utilization_percent: int
-    cleaner_recopy_percent: int
-    max_clean_time_secs: int
-    max_compaction_delay_secs: int
-    dead_thread_count: int
-    max_dirty_percent: int
-    time_since_last_run_ms: int
-    #: per log dir: (uncleanable partitions, their uncleanable bytes)
-    uncleanable: Mapping[str, tuple[int, int]]
-
+#: the log cleaner's gauges (``LogCleaner`` / ``LogCleanerManager``), read at scrape time:
+#: the cleaner's own snapshot type
+CleanerSample = CleanerSnapshot
 
 CleanerProvider = Callable[[], CleanerSample]
 
