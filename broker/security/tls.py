@@ -285,6 +285,28 @@ def _load_into(ctx: ssl.SSLContext, private_key: Any, chain: list[x509.Certifica
         os.close(fd)
 
 
+def _set_versions(ctx: ssl.SSLContext, s: TlsSettings) -> None:
+    """``ssl.enabled.protocols`` as the context's version range."""
+    versions = sorted({_VERSIONS[p.upper()] for p in s.protocols if p.upper() in _VERSIONS})
+    if not versions:
+        raise InvalidConfigError(
+            f"{s.key('ssl.enabled.protocols')}: no TLS version left (TLSv1.2, TLSv1.3)"
+        )
+    ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
+
+
+def _load_key_store(ctx: ssl.SSLContext, s: TlsSettings) -> None:
+    """The key store's certificate chain and private key into ``ctx``."""
+    private_key, chain = _key_material(s)
+    try:
+        _load_into(ctx, private_key, chain)
+    except ssl.SSLError as exc:
+        raise InvalidConfigError(
+            f"{s.key('ssl.keystore.location')}: the certificate and the private key do not"
+            f" go together ({exc.reason})"
+        ) from None
+
+
 def build_context(
     s: TlsSettings, sslobject_class: type[ssl.SSLObject] | None = None
 ) -> ssl.SSLContext:
@@ -292,12 +314,7 @@ def build_context(
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     if sslobject_class is not None:
         ctx.sslobject_class = sslobject_class
-    versions = sorted({_VERSIONS[p.upper()] for p in s.protocols if p.upper() in _VERSIONS})
-    if not versions:
-        raise InvalidConfigError(
-            f"{s.key('ssl.enabled.protocols')}: no TLS version left (TLSv1.2, TLSv1.3)"
-        )
-    ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
+    _set_versions(ctx, s)
     ctx.options |= ssl.OP_NO_COMPRESSION | ssl.OP_CIPHER_SERVER_PREFERENCE
     legacy = [c for c in s.cipher_suites if c not in TLS13_SUITES]
     if legacy:
@@ -308,14 +325,7 @@ def build_context(
                 f"{s.key('ssl.cipher.suites')}: OpenSSL knows none of {', '.join(legacy)}"
                 " (use OpenSSL names, e.g. ECDHE-RSA-AES256-GCM-SHA384)"
             ) from None
-    private_key, chain = _key_material(s)
-    try:
-        _load_into(ctx, private_key, chain)
-    except ssl.SSLError as exc:
-        raise InvalidConfigError(
-            f"{s.key('ssl.keystore.location')}: the certificate and the private key do not"
-            f" go together ({exc.reason})"
-        ) from None
+    _load_key_store(ctx, s)
     trusted = _trusted_pem(s)
     mode = _CLIENT_AUTH.get(s.client_auth)
     if mode is None:
@@ -337,10 +347,7 @@ def build_client_context(s: TlsSettings, *, check_hostname: bool) -> ssl.SSLCont
     the trust store (the system's CAs without one), a key store when the broker
     wants client certificates, TLS 1.2 at least."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    versions = sorted({_VERSIONS[p.upper()] for p in s.protocols if p.upper() in _VERSIONS})
-    if not versions:
-        raise InvalidConfigError(f"{s.key('ssl.enabled.protocols')}: no TLS version left")
-    ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
+    _set_versions(ctx, s)
     trusted = _trusted_pem(s)
     if trusted is not None:
         ctx.load_verify_locations(cadata=trusted)
@@ -348,14 +355,7 @@ def build_client_context(s: TlsSettings, *, check_hostname: bool) -> ssl.SSLCont
         ctx.load_default_certs()
     ctx.check_hostname = check_hostname
     if s.keystore_location or s.keystore_chain or s.keystore_key:
-        private_key, chain = _key_material(s)
-        try:
-            _load_into(ctx, private_key, chain)
-        except ssl.SSLError as exc:
-            raise InvalidConfigError(
-                f"{s.key('ssl.keystore.location')}: the certificate and the private key do not"
-                f" go together ({exc.reason})"
-            ) from None
+        _load_key_store(ctx, s)
     return ctx
 
 
