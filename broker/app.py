@@ -33,12 +33,13 @@ import concurrent.futures
 import functools
 import logging
 import os
+import platform
 import resource
 import signal
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -51,6 +52,8 @@ from broker.handlers.context import BrokerContext, Endpoint
 from broker.handlers.registry import HandlerRegistry
 from broker.log.errors import LogDirLockedError, ThreadShutdownError
 from broker.log.manager import LogManager
+from broker.log.syncfs import TRUSTED_FILE_SYSTEMS, file_system_type, trusted_file_system
+from broker.log.syncfs import reports_errors as syncfs_reports_errors
 from broker.metrics import (
     BrokerMetrics,
     ConnectionSample,
@@ -178,7 +181,7 @@ class BrokerApp:
             recovery_recorder=self.metrics.recovery_recorder,
         )
         self.ops = OpsEndpoint(self.metrics.render)
-        self.group_commit = GroupCommit()
+        self.group_commit = GroupCommit(sync_method(config, self.log_manager.log_dirs))
         self.registry: ConnectionRegistry | None = None
         #: the bound port of each listener, by name; bound_port is the first listener's
         self.bound_ports: dict[str, int] = {}
@@ -581,6 +584,30 @@ def listener_security(
     tls = ReloadingContext(TlsSettings.from_config(cfg, spec.name), watch.sslobject_class())
     mapper = PrincipalMapper(listener_value(cfg, spec.name, "ssl.principal.mapping.rules"))
     return ListenerSecurity(spec, metrics, tls=tls, watch=watch, mapper=mapper, sasl=sasl)
+
+
+def sync_method(cfg: BrokerConfig, log_dirs: Sequence[Path]) -> str:
+    """``acks.all.sync.method``, refused at start where syncfs would not make
+    acknowledged records durable or would hide errors (``broker/log/syncfs.py``)."""
+    method = str(cfg.get("acks.all.sync.method"))
+    if method != "syncfs":
+        return method
+    key = "Invalid value syncfs for configuration acks.all.sync.method"
+    if not syncfs_reports_errors():
+        raise InvalidConfigError(
+            f"{key}: this system ({platform.system()} {platform.release()}) does not report"
+            " write-back errors from syncfs (Linux 5.8 and later do); use fsync"
+        )
+    for directory in log_dirs:
+        # a log dir not made yet will be made on the file system of its first existing parent
+        existing = next(p for p in (directory, *directory.absolute().parents) if p.exists())
+        if trusted_file_system(existing) is None:
+            raise InvalidConfigError(
+                f"{key}: log dir {directory} is on a file system whose syncfs this broker does"
+                f" not trust (statfs type {file_system_type(existing):#x}; trusted:"
+                f" {', '.join(sorted(TRUSTED_FILE_SYSTEMS.values()))}); use fsync"
+            )
+    return method
 
 
 def sasl_listener(

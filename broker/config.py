@@ -836,6 +836,17 @@ BROKER_KEYS: dict[str, ConfigKey] = {
             "acks=all is answered after an fsync covering the batch (group commit); false"
             " answers after the append, like acks=1 (this broker's: it has no replicas).",
         ),
+        ConfigKey(
+            "acks.all.sync.method",
+            ConfigType.STRING,
+            "fsync",
+            "How a group-commit round makes the logs it covers durable: fsync each log's"
+            " files (Kafka's per-log flush), or syncfs, one call per file system for every"
+            " log of the round. syncfs costs a third of the kernel CPU with many partitions"
+            " but also writes back other programs' dirty data on that file system: use it"
+            " for a data disk of the broker's own. Needs Linux 5.8 or later (this broker's).",
+            one_of("fsync", "syncfs"),
+        ),
         # LogCleaner (CleanerConfig.java): Kafka's keys and defaults
         ConfigKey(
             "log.cleaner.enable",

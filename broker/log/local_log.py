@@ -29,11 +29,12 @@ Threading contract (the one place it is enforced):
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -80,6 +81,7 @@ class LocalLog(LocalLogSlots):
         "_truncations",
         "_unsynced_index_segment",
         "_unsynced_snapshots",
+        "device",
         "directory",
         "flush_recorder",
         "topic_partition",
@@ -121,6 +123,8 @@ class LocalLog(LocalLogSlots):
         # the position of the LEO
         self._leo_offset = next_offset
         self.topic_partition = files.parse_topic_partition_name(directory.name)
+        #: the file system the log lives on (a rename for deletion stays on it)
+        self.device = os.stat(directory).st_dev
 
     # ---- offsets -------------------------------------------------------------------
 
@@ -509,12 +513,38 @@ class LocalLog(LocalLogSlots):
             finally:
                 _close_all(owed_fds, plan)
             self._unsynced_index_segment = rescanned
-            with self._lock:
-                if generation == self._truncations:
-                    new_point = min(target, self._leo_offset)
-                    self._recovery_point = max(self._recovery_point, new_point)
-                self._last_flush_time = self._time_ms()
+            self._advance_recovery_point(target, generation)
             return True
+
+    def _advance_recovery_point(self, target: int, generation: int) -> None:
+        """After a flush up to ``target``: move the recovery point, unless a
+        truncation (``generation`` changed) made the flushed offsets stale."""
+        with self._lock:
+            if generation == self._truncations:
+                new_point = min(target, self._leo_offset)
+                self._recovery_point = max(self._recovery_point, new_point)
+            self._last_flush_time = self._time_ms()
+
+    def _claim_synced_flush(self, offset: int) -> tuple[int, int] | None:
+        """First half of a flush done by a file-system-wide sync
+        (:func:`flush_together`; the caller holds ``_flush_mutex``): the LEO
+        and truncation generation the sync will cover, or None if nothing
+        below ``offset`` is left to flush. The sync covers every file of the
+        log, so the snapshots and directory entries owed are taken too."""
+        with self._lock:
+            if self._closed or offset <= self._recovery_point:
+                return None
+            self._unsynced_snapshots = []
+            self._new_files_since_flush = False
+            return self._leo_offset, self._truncations
+
+    def _settle_synced_flush(self, claim: tuple[int, int], seconds: float) -> None:
+        """Second half of :meth:`_claim_synced_flush`, once the sync returned."""
+        # the sync covered the index files a per-file flush left owed
+        self._unsynced_index_segment = None
+        self.flush_recorder.record_flush(seconds)
+        target, generation = claim
+        self._advance_recovery_point(target, generation)
 
     # ---- lifecycle ----------------------------------------------------------------------------
 
@@ -570,6 +600,35 @@ class LocalLog(LocalLogSlots):
             self.directory = new_dir
             for segment in self.segments:
                 segment.update_parent_dir(new_dir)
+
+
+def flush_together(logs: Sequence[tuple[LocalLog, int]], sync: Callable[[], None]) -> int:
+    """Flush several logs of one file system with a single ``sync`` (a syncfs of
+    it: ``broker/log/syncfs.py``): each ``(log, offset)`` becomes durable below
+    ``offset`` (and up to the LEO seen before the sync, like :meth:`LocalLog.flush`).
+    Returns how many logs needed it; ``sync`` is not called when none did.
+
+    Each log's ``_flush_mutex`` is held from the claim to the settle, so no
+    per-file flush of the same log interleaves (it would otherwise record
+    index files as owed while this settles them). The mutexes are taken in
+    one global order (``id``), so two callers cannot deadlock."""
+    ordered = sorted(logs, key=lambda item: id(item[0]))
+    with contextlib.ExitStack() as held:
+        for local, _ in ordered:
+            held.enter_context(local._flush_mutex)
+        claims: list[tuple[LocalLog, tuple[int, int]]] = []
+        for local, offset in ordered:
+            claim = local._claim_synced_flush(offset)
+            if claim is not None:
+                claims.append((local, claim))
+        if not claims:
+            return 0
+        began = time.perf_counter()
+        sync()
+        seconds = time.perf_counter() - began
+        for local, claim in claims:
+            local._settle_synced_flush(claim, seconds)
+        return len(claims)
 
 
 def _open_all(paths: Iterable[Path]) -> list[int]:

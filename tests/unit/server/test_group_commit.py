@@ -11,8 +11,11 @@ from typing import Any
 
 import pytest
 
-from broker.config import TopicConfig
+from broker import app
+from broker.config import BrokerConfig, TopicConfig
+from broker.errors import InvalidConfigError
 from broker.log.unified_log import UnifiedLog
+from broker.server import group_commit
 from broker.server.group_commit import FLUSH_NICE, GroupCommit
 from tests.aio import run
 from tests.unit.log.batches import v2_batch
@@ -274,3 +277,127 @@ def test_a_timed_out_waiter_is_skipped_when_its_round_fails(commit: GroupCommit)
     timed_out, error = run(scenario())
     assert timed_out is False
     assert isinstance(error, OSError)
+
+
+# ---- acks.all.sync.method=syncfs ------------------------------------------------------------
+
+
+def _logs(tmp_path: Path, count: int) -> list[UnifiedLog]:
+    logs = [
+        UnifiedLog.open(tmp_path / f"t-{p}", TopicConfig(), time_ms=MockTime())
+        for p in range(count)
+    ]
+    for log in logs:
+        log.append(v2_batch(0, [b"a", b"b"]))
+    return logs
+
+
+def test_a_syncfs_round_makes_one_call_for_the_logs_of_a_file_system(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    real = group_commit.syncfs
+
+    def counting(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(group_commit, "syncfs", counting)
+    logs = _logs(tmp_path, 4)
+    commit = GroupCommit("syncfs")
+
+    async def scenario() -> bool:
+        return await commit.wait_flushed([(log, 2) for log in logs], 5)
+
+    try:
+        assert run(scenario()) is True
+    finally:
+        commit.close()
+    assert len(calls) == 1
+    assert [log.recovery_point for log in logs] == [2, 2, 2, 2]
+    for log in logs:
+        log.close()
+
+
+def test_a_syncfs_round_syncs_each_file_system_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Logs of two log dirs on different file systems (their devices faked): one
+    syncfs for each, on a descriptor of that file system."""
+    calls: list[str] = []
+    monkeypatch.setattr(
+        group_commit, "syncfs", lambda fd: calls.append(os.readlink(f"/proc/self/fd/{fd}"))
+    )
+    logs = _logs(tmp_path, 4)
+    for log in logs[2:]:
+        log.local_log.device += 1
+    commit = GroupCommit("syncfs")
+
+    async def scenario() -> bool:
+        return await commit.wait_flushed([(log, 2) for log in logs], 5)
+
+    try:
+        assert run(scenario()) is True
+    finally:
+        commit.close()
+    assert sorted(Path(c).name for c in calls) == ["t-0", "t-2"]
+    assert [log.recovery_point for log in logs] == [2, 2, 2, 2]
+    for log in logs:
+        log.close()
+
+
+def test_a_failed_syncfs_fails_the_rounds_waiters_and_moves_no_recovery_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing(fd: int) -> None:
+        raise OSError(5, "syncfs: Input/output error")
+
+    monkeypatch.setattr(group_commit, "syncfs", failing)
+    logs = _logs(tmp_path, 2)
+    commit = GroupCommit("syncfs")
+
+    async def scenario() -> None:
+        with pytest.raises(OSError, match="Input/output"):
+            await commit.wait_flushed([(log, 2) for log in logs], 5)
+
+    try:
+        run(scenario())
+    finally:
+        commit.close()
+    assert [log.recovery_point for log in logs] == [0, 0]
+    for log in logs:
+        log.close()
+
+
+def test_an_unknown_sync_method_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown sync method"):
+        GroupCommit("fdatasync")
+
+
+def test_the_broker_refuses_syncfs_where_it_would_not_be_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """acks.all.sync.method=syncfs is checked at start: the kernel must report
+    write-back errors, and each log dir must be on a file system whose syncfs
+    is trusted; the message names the key."""
+    syncfs_on = BrokerConfig.from_properties({"acks.all.sync.method": "syncfs"})
+    assert app.sync_method(BrokerConfig.from_properties({}), [Path("/proc")]) == "fsync"
+    monkeypatch.setattr(app, "syncfs_reports_errors", lambda: True)
+    with pytest.raises(InvalidConfigError, match=r"acks\.all\.sync\.method.*/proc.*0x9fa0"):
+        app.sync_method(syncfs_on, [tmp_path, Path("/proc")])
+    with pytest.raises(InvalidConfigError, match=r"/proc/not/made/yet"):
+        app.sync_method(syncfs_on, [Path("/proc/not/made/yet")])  # judged by /proc
+    checked: list[Path] = []
+
+    def trusted(path: Path) -> str:
+        checked.append(path)
+        return "ext4"
+
+    monkeypatch.setattr(app, "trusted_file_system", trusted)
+    assert app.sync_method(syncfs_on, [tmp_path, tmp_path / "new" / "dir"]) == "syncfs"
+    assert checked == [tmp_path, tmp_path]  # a dir not made yet: its first existing parent
+    monkeypatch.setattr(app, "syncfs_reports_errors", lambda: False)
+    with pytest.raises(InvalidConfigError, match=r"acks\.all\.sync\.method.*Linux 5\.8"):
+        app.sync_method(syncfs_on, [tmp_path])
+    with pytest.raises(InvalidConfigError, match="String must be one of: fsync, syncfs"):
+        BrokerConfig.from_properties({"acks.all.sync.method": "fdatasync"})
