@@ -1062,6 +1062,70 @@ cdef object _walk_v2(_Release mode, const uint8_t[::1] buf, Py_ssize_t pos, Py_s
         errors = []
     return max_ts, min_ts, consecutive, canonical, errors, _counts_tuple(counts)
 
+def assign_in_place_v2(uint8_t[::1] buf, int64_t next_offset, int32_t partition_leader_epoch,
+                       int64_t now, int64_t before_max, int64_t after_max, bint compacted,
+                       bint log_append_time, Py_ssize_t error_limit):
+    cdef uint8_t* b = &buf[0]
+    cdef Py_ssize_t size = buf.shape[0]
+    if size < 61:
+        return None
+    cdef int64_t base_offset = _i64(b)
+    cdef int32_t attributes = <int16_t>((<uint32_t>b[21] << 8) | b[22])
+    cdef int32_t last_offset_delta = _i32(b + 23)
+    cdef int64_t base_timestamp = _i64(b + 27)
+    cdef int64_t batch_max_timestamp = _i64(b + 35)
+    cdef int64_t producer_id = _i64(b + 43)
+    cdef int32_t producer_epoch = <int16_t>((<uint32_t>b[51] << 8) | b[52])
+    cdef int32_t base_sequence = _i32(b + 53)
+    cdef int32_t count = _i32(b + 57)
+    cdef int64_t count_from_offsets = _j64_add(
+        _j64_sub(_j64_add(base_offset, last_offset_delta), base_offset), 1)
+    if count_from_offsets <= 0 or count <= 0 or count_from_offsets != count:
+        return None
+    if attributes & 0x20 or (producer_id != -1 and base_sequence < 0):
+        return None
+    cdef bint lat_batch = (attributes & 0x08) != 0
+    cdef tuple walked
+    if size - 61 >= NOGIL_MIN_BYTES:
+        walked = _walk_v2(<int32_t>0, buf, 61, size, count, base_offset, base_timestamp,
+                          lat_batch, batch_max_timestamp, now, before_max, after_max,
+                          not log_append_time, compacted, False, error_limit)
+    else:
+        walked = _walk_v2(<int64_t>0, buf, 61, size, count, base_offset, base_timestamp,
+                          lat_batch, batch_max_timestamp, now, before_max, after_max,
+                          not log_append_time, compacted, False, error_limit)
+    if walked[5] is not None:
+        return None
+    cdef int64_t max_ts = walked[0]
+    cdef int64_t last_offset = next_offset + count - 1
+    _put_i64(b, last_offset - last_offset_delta)
+    _put_i32(b + 12, partition_leader_epoch)
+    cdef int64_t new_max = now if log_append_time else max_ts
+    cdef int32_t new_attributes = (attributes & (0x07 | 0x10 | 0x20 | 0x40)) | (
+        0x08 if log_append_time else 0)
+    cdef uint32_t crc = 0
+    if lat_batch != log_append_time or batch_max_timestamp != new_max:
+        # setMaxTimestamp: the attributes word rewritten, then the CRC
+        b[21] = (new_attributes >> 8) & 0xFF
+        b[22] = new_attributes & 0xFF
+        _put_i64(b + 35, new_max)
+        with memoryview(buf) as mv:
+            crc = _crc32c(mv[21:size])
+        _put_i32(b + 17, <int32_t>crc)
+        attributes = new_attributes
+        batch_max_timestamp = new_max
+    cdef int64_t shallow
+    cdef int64_t max_timestamp
+    if log_append_time:
+        max_timestamp = now
+        shallow = last_offset
+    else:
+        max_timestamp = max_ts
+        shallow = last_offset if max_ts > -1 else -1
+    return (count, max_timestamp, shallow, last_offset, attributes, batch_max_timestamp,
+            producer_id, producer_epoch, base_sequence)
+
+
 def reencode_v2(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t count,
                 int64_t base_timestamp, bint lat_batch, int64_t batch_max_timestamp,
                 uint8_t[::1] out, Py_ssize_t out_pos):

@@ -26,6 +26,11 @@ documented in ``_scan_py.py``)::
             compacted, want_canonical, error_limit)
         -> (max_timestamp, min_timestamp, offsets_consecutive, canonical, errors,
             error_counts)
+    assign_in_place_v2(buf, next_offset, partition_leader_epoch, now, before_max,
+                       after_max, compacted, log_append_time, error_limit)
+        -> (records_count, max_timestamp, shallow_offset_of_max_timestamp,
+            last_offset, attributes, batch_max_timestamp, producer_id,
+            producer_epoch, base_sequence) or None
     walk_legacy(buf, pos, end, wrapper_magic, wrapper_offset, wrapper_timestamp,
                 wrapper_lat, now, before_max, after_max, create_time, compacted,
                 out, out_pos, error_limit)
@@ -96,6 +101,7 @@ new_buffer = impl.new_buffer
 copy_into = impl.copy_into
 scan_entries = impl.scan_entries
 walk_v2 = impl.walk_v2
+assign_in_place_v2 = impl.assign_in_place_v2
 walk_legacy = impl.walk_legacy
 reencode_v2 = impl.reencode_v2
 v2_to_legacy = impl.v2_to_legacy
