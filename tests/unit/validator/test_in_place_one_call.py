@@ -72,7 +72,9 @@ def batches(draw: Any) -> bytes:
     )
     attributes = draw(st.sampled_from([0, 0, 0, 0x08, 0x10, 0x20, 0x40, 0x80, 0x18, 0x01, -0x8000]))
     producer_id, producer_epoch, base_sequence = draw(
-        st.sampled_from([(-1, -1, -1), (1000, 0, 0), (1000, 2, 2**31 - 3), (1000, 0, -1), (-1, 0, 5)])
+        st.sampled_from(
+            [(-1, -1, -1), (1000, 0, 0), (1000, 2, 2**31 - 3), (1000, 0, -1), (-1, 0, 5)]
+        )
     )
     buf = bytearray(
         v2_batch(
@@ -188,7 +190,7 @@ def test_the_twins_agree_and_a_declined_batch_is_untouched(
             got: Any = impl.assign_in_place_v2(memoryview(buf), *args)
         except KafkaError as exc:
             got = (type(exc), str(exc))
-        if got is None or isinstance(got, tuple) and isinstance(got[0], type):
+        if got is None or (isinstance(got, tuple) and isinstance(got[0], type)):
             assert bytes(buf) == data  # declined or raised: nothing changed
         outcomes.append((got, bytes(buf)))
     assert outcomes[0] == outcomes[1]
