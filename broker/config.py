@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -576,9 +577,10 @@ class TopicConfig:
 
     # ---- derived views used on the hot path -------------------------------
 
-    @property
+    @functools.cached_property
     def compacted(self) -> bool:
-        """``cleanup.policy`` contains ``compact`` (case-insensitive)."""
+        """``cleanup.policy`` contains ``compact`` (case-insensitive); computed once
+        (every produce reads it; the frozen instance never changes)."""
         return any(p.lower() == "compact" for p in self.cleanup_policy)
 
     @property

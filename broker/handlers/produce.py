@@ -155,6 +155,15 @@ class _ErrorListing:
         ], message
 
 
+def _any_transactional(request: Data) -> bool:
+    """``RequestUtils.hasTransactionalRecords``: a partition's first batch is."""
+    for td in request.topic_data:
+        for pd in td.partition_data:
+            if pd.records is not None and _first_batch_transactional(pd.records):
+                return True
+    return False
+
+
 def _first_batch_transactional(records: memoryview) -> bool:
     """``RequestUtils.hasTransactionalRecords`` for one partition: the first
     batch's transactional flag (v2 only; legacy batches cannot carry it).
@@ -196,11 +205,7 @@ class ProduceHandler(RequestHandler):
     def handle(self, ctx: RequestContext, request: Data) -> Reply:
         version = ctx.header.api_version
         acks = request.acks
-        if any(
-            pd.records is not None and _first_batch_transactional(pd.records)
-            for td in request.topic_data
-            for pd in td.partition_data
-        ):
+        if _any_transactional(request):
             transactional_id = request.transactional_id
             if transactional_id is None or not authorize(
                 self.broker, ctx, _WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id

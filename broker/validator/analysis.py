@@ -50,6 +50,21 @@ def check_request_records(records: ReadableBuffer, produce_version: int) -> None
     """``ProduceRequest.validateRecords``."""
     if produce_version < MIN_V2_PRODUCE_VERSION:
         return
+    view = memoryview(records)
+    size = view.nbytes
+    if (
+        size >= v2.RECORD_BATCH_OVERHEAD
+        and view[v2.MAGIC_OFFSET] == MAGIC_V2
+        and int.from_bytes(view[v2.LENGTH_OFFSET : v2.LENGTH_OFFSET + 4], "big") + v2.LOG_OVERHEAD
+        == size
+        and (
+            produce_version >= MIN_ZSTD_PRODUCE_VERSION
+            or view[v2.ATTRIBUTES_OFFSET + 1] & v2.COMPRESSION_CODEC_MASK != CompressionType.ZSTD
+        )
+    ):
+        # the usual request: one whole v2 batch and nothing after it, which
+        # passes every check below (checked without framing it twice)
+        return
     it = entries.iter_buffer_entries(records)
     first = next(it, None)  # (framing errors of the first entry raise CorruptRecordError)
     if first is None:
