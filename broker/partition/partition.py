@@ -47,6 +47,7 @@ from broker.records.builder import build_v2_batch
 from broker.records.record import SimpleRecord
 from broker.records.stats import EMPTY_STATS
 from broker.validator import (
+    BatchInfo,
     DeferredRecorder,
     MetricsRecorder,
     OffloadRequired,
@@ -283,8 +284,23 @@ class Partition:
     ) -> AppendOutcome | None:
         """Validate on the event loop within the inline budget and append; None
         (nothing changed) when the validation would cost more."""
+        log = self.log
         try:
-            result = self._validation(records, produce_version, None, self._inline_budget)()
+            # what self._validation(...)() calls, without the partial (the hot path)
+            result = validate_records(
+                records,
+                topic=self.topic,
+                partition=self.partition,
+                config=log.config,
+                next_offset=log.log_end_offset,
+                partition_leader_epoch=self.leader_epoch,
+                now_ms=self._time_ms(),
+                produce_version=produce_version,
+                recorder=self._recorder,
+                max_decompressed_bytes=self._max_decompressed_bytes,
+                inline_budget=self._inline_budget,
+                request_checked=True,
+            )
         except OffloadRequired:
             return None
         return self._append_validated(result)
@@ -328,7 +344,7 @@ class Partition:
             return AppendOutcome(-1, -1, -1, log.log_start_offset, 0, EMPTY_STATS)
         # a memoryview of the request (in place) or new bytes (rebuilt)
         validated = cast("memoryview | bytes", result.validated_records)
-        if not any(b.producer_id != -1 for b in result.batches):
+        if not _any_producer_id(result.batches):
             appended = log.append(validated)
         else:
             pending = log.prepare_append(validated)
@@ -354,3 +370,12 @@ class Partition:
             appended.last_offset - appended.first_offset + 1,
             result.stats,
         )
+
+
+def _any_producer_id(batches: Sequence[BatchInfo]) -> bool:
+    """A batch of the validated records carries a producer id (idempotent).
+    A loop, not ``any()`` over a generator: this runs for every produce."""
+    for batch in batches:  # noqa: SIM110
+        if batch.producer_id != -1:
+            return True
+    return False
