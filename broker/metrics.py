@@ -902,6 +902,10 @@ class BrokerMetrics:
     def record_error(self, api: str, error_name: str, count: int = 1) -> None:
         self.request_errors.labels(api, error_name).inc(count)
 
+    def error_counter(self, api: str, error_name: str) -> Counter:
+        """The ErrorsPerSec child of (API, error), for callers that keep it."""
+        return self.request_errors.labels(api, error_name)
+
     def client_conversions(
         self, request: str, software_name: str | None, software_version: str | None
     ) -> Counter:
@@ -1036,6 +1040,9 @@ class NullMetrics:
 
     def record_error(self, api: str, error_name: str, count: int = 1) -> None:
         pass
+
+    def error_counter(self, api: str, error_name: str) -> _NoOp:
+        return _NOOP
 
     def client_conversions(
         self, request: str, software_name: str | None, software_version: str | None

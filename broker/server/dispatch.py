@@ -30,6 +30,7 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable
+from typing import Protocol
 
 from broker.errors import ErrorCode
 from broker.handlers.base import RequestHandler
@@ -55,6 +56,25 @@ API_VERSIONS_KEY = 18
 _ERROR_NAMES = {int(c): c.name for c in ErrorCode}
 
 
+class RequestMeters(Protocol):
+    """``metrics.RequestMetrics`` (or its no-op) as the dispatcher uses it."""
+
+    def record(
+        self,
+        size: int,
+        local_ns: int,
+        remote_ns: int,
+        total_ns: int,
+        *,
+        conversions_ns: int = 0,
+        temporary_bytes: int = 0,
+    ) -> None: ...
+
+
+class ErrorCounter(Protocol):
+    def inc(self, amount: float = 1) -> None: ...
+
+
 def _no_serve(header: RequestHeader) -> Outcome:
     raise ProtocolViolation("a request where a SASL token was expected")
 
@@ -65,6 +85,10 @@ class Dispatcher:
     def __init__(self, registry: HandlerRegistry, metrics: BrokerMetrics | NullMetrics) -> None:
         self.registry = registry
         self.metrics = metrics
+        #: per (API key, version): the API's name and its request meters, bound once
+        self._request_meters: dict[tuple[int, int], tuple[str, RequestMeters]] = {}
+        #: per (API name, error code): its ErrorsPerSec counter, bound once
+        self._error_counters: dict[tuple[str, int], ErrorCounter] = {}
 
     def handle_frame(self, frame: memoryview, conn: Connection) -> Outcome:
         start = time.perf_counter_ns()
@@ -162,11 +186,17 @@ class Dispatcher:
         remote_ns: int,
         start: int,
     ) -> None:
-        api = handler.api().name
+        header = ctx.header
+        key = (header.api_key, header.api_version)
+        bound = self._request_meters.get(key)
+        if bound is None:
+            api = handler.api().name
+            bound = self._request_meters[key] = (api, self.metrics.request(api, key[1]))
+        api, meters = bound
         # the send time is what the total leaves after local and remote:
         # encoding and handing the frame to the transport (which sends what
         # the socket takes at once and buffers the rest)
-        self.metrics.request(api, ctx.header.api_version).record(
+        meters.record(
             size,
             local_ns,
             remote_ns,
@@ -174,6 +204,11 @@ class Dispatcher:
             conversions_ns=ctx.conversions_time_ns,
             temporary_bytes=ctx.temporary_memory_bytes,
         )
+        errors = self._error_counters
         for code, count in ctx.error_counts.items():
             if count:
-                self.metrics.record_error(api, _ERROR_NAMES.get(code, str(code)), count)
+                counter = errors.get((api, code))
+                if counter is None:
+                    name = _ERROR_NAMES.get(code, str(code))
+                    counter = errors[api, code] = self.metrics.error_counter(api, name)
+                counter.inc(count)
