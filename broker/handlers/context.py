@@ -15,7 +15,7 @@ small protocols below; the app hands the real objects in.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -113,6 +113,16 @@ class Durability(Protocol):
     def wait_flushed(
         self, targets: Sequence[tuple[UnifiedLog, int]], timeout_s: float
     ) -> Awaitable[bool]: ...
+
+    def when_flushed(
+        self,
+        targets: Sequence[tuple[UnifiedLog, int]],
+        timeout_s: float,
+        on_done: Callable[[bool | BaseException], None],
+    ) -> bool:
+        """``wait_flushed`` with a callback (True, False on timeout, or the
+        error); False, without calling it, when nothing needs a round."""
+        ...
 
 
 class ProducerIdAllocator(Protocol):

@@ -63,6 +63,7 @@ Version notes:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import struct
 import time
@@ -351,10 +352,17 @@ class ProduceHandler(RequestHandler):
             return None
         if acks == 1 or not durable or not self.broker.config.get("acks.all.fsync"):
             return response
-        # registered now, not when the returned coroutine first runs (GroupCommit)
+        # registered now, in the handler's synchronous part (GroupCommit); answered
+        # from the round's callback, without a task or a coroutine
         targets = [(log_, offset) for log_, offset, _ in durable]
-        waiting = self.broker.durability.wait_flushed(targets, max(request.timeout_ms, 0) / 1000)
-        return self._after_flush(ctx, response, durable, waiting)
+        answered: asyncio.Future[Data] = asyncio.get_running_loop().create_future()
+        if not self.broker.durability.when_flushed(
+            targets,
+            max(request.timeout_ms, 0) / 1000,
+            functools.partial(self._flushed, ctx, response, durable, answered),
+        ):
+            return response  # durable already
+        return answered
 
     def _denied_topics(self, ctx: RequestContext, request: Data) -> set[str] | None:
         """The request's topics the principal may not WRITE (None: all allowed). Each
@@ -618,22 +626,26 @@ class ProduceHandler(RequestHandler):
 
     # ---- acks=all --------------------------------------------------------------------------
 
-    async def _after_flush(
+    def _flushed(
         self,
         ctx: RequestContext,
         response: Data,
         durable: Sequence[tuple[UnifiedLog, int, Data]],
-        waiting: Awaitable[bool],
-    ) -> Data:
-        try:
-            flushed = await waiting
-        except OSError:
-            log.exception("fsync failed for an acks=all produce request")
+        answered: asyncio.Future[Data],
+        outcome: bool | BaseException,
+    ) -> None:
+        """The group commit's answer for an acks=all request (see ``_answer``)."""
+        if answered.done():
+            return  # the connection went away and gave it up
+        if isinstance(outcome, OSError):
+            log.error("fsync failed for an acks=all produce request", exc_info=outcome)
             self._set_errors(ctx, durable, ErrorCode.KAFKA_STORAGE_ERROR)
-            return response
-        if not flushed:
+        elif isinstance(outcome, BaseException):
+            answered.set_exception(outcome)
+            return
+        elif not outcome:
             self._set_errors(ctx, durable, ErrorCode.REQUEST_TIMED_OUT)
-        return response
+        answered.set_result(response)
 
     @staticmethod
     def _set_errors(

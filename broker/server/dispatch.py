@@ -26,6 +26,8 @@ near zero unless the event loop is busy.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import inspect
 import logging
 import time
@@ -141,6 +143,23 @@ class Dispatcher:
             segments = self._encode(header, handler, reply, body_version)
             self._record(handler, ctx, size=len(frame), local_ns=local_ns, remote_ns=0, start=start)
             return segments
+        if isinstance(reply, asyncio.Future):
+            # answered from a callback (acks=all): no task, no coroutine
+            out: asyncio.Future[Segments | None] = reply.get_loop().create_future()
+            reply.add_done_callback(
+                functools.partial(
+                    self._deferred_done,
+                    header,
+                    handler,
+                    ctx,
+                    out,
+                    len(frame),
+                    local_ns,
+                    start,
+                    time.perf_counter_ns(),
+                )
+            )
+            return out
         if inspect.isawaitable(reply):
             return self._finish(
                 header, handler, ctx, reply, size=len(frame), local_ns=local_ns, start=start
@@ -164,6 +183,37 @@ class Dispatcher:
         segments = self._encode(header, handler, response, None)
         self._record(handler, ctx, size=size, local_ns=local_ns, remote_ns=remote_ns, start=start)
         return segments
+
+    def _deferred_done(  # noqa: PLR0917
+        self,
+        header: RequestHeader,
+        handler: RequestHandler,
+        ctx: RequestContext,
+        out: asyncio.Future[Segments | None],
+        size: int,
+        local_ns: int,
+        start: int,
+        waited_from: int,
+        reply: asyncio.Future[Data | None],
+    ) -> None:
+        """:meth:`_finish` for a reply that is a future: encode and record it once done."""
+        if out.done():
+            return  # the connection gave the request up
+        if reply.cancelled():
+            out.cancel()
+            return
+        error = reply.exception()
+        if error is not None:
+            out.set_exception(error)
+            return
+        remote_ns = time.perf_counter_ns() - waited_from
+        try:
+            segments = self._encode(header, handler, reply.result(), None)
+        except Exception as exc:
+            out.set_exception(exc)
+            return
+        self._record(handler, ctx, size=size, local_ns=local_ns, remote_ns=remote_ns, start=start)
+        out.set_result(segments)
 
     @staticmethod
     def _encode(

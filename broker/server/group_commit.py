@@ -57,9 +57,12 @@ against acks=1 (``python -m bench small``, (2)): 1 KB 0.53x -> 0.57x,
 Not the default: syncfs also writes back other programs' data on the same
 file system.
 
-A waiter is a bare future with a timer, not ``asyncio.wait_for`` (which
-wraps every wait in another future and callbacks): at 10,000 acks=all
-requests a second that was a tenth of the loop's time.
+A waiter is a callback with a timer (``when_flushed``), not
+``asyncio.wait_for`` (which wraps every wait in another future and
+callbacks: at 10,000 acks=all requests a second that was a tenth of the
+loop's time), nor a future awaited by a task: the produce handler answers
+from the callback, so an acks=all request makes no task and no coroutine.
+``wait_flushed`` is the same wait as an awaitable, for callers that want one.
 
 State shared by the two threads (the wanted offsets, the waiters, the
 closing flag) lives under one condition variable, held for microseconds.
@@ -74,7 +77,7 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from broker.log.local_log import LocalLog, flush_together
@@ -83,7 +86,33 @@ from broker.log.unified_log import UnifiedLog
 
 log = logging.getLogger(__name__)
 
-_Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[bool]", asyncio.TimerHandle]
+#: what a waiter is told: True (durable), False (timed out first) or the round's error
+FlushOutcome = bool | BaseException
+
+
+class _Waiter:
+    """One request waiting for a round: answered once, by its round or its timer."""
+
+    __slots__ = ("answered", "loop", "on_done", "timer")
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, on_done: Callable[[FlushOutcome], None]
+    ) -> None:
+        self.loop = loop
+        self.on_done = on_done
+        self.answered = False
+        self.timer: asyncio.TimerHandle | None = None
+
+    def answer(self, outcome: FlushOutcome) -> None:
+        if self.answered:
+            return  # timed out before its round ended, or the other way round
+        self.answered = True
+        try:
+            self.on_done(outcome)
+        except Exception:
+            log.exception("an acks=all waiter failed while being answered")
+
+
 #: threads that fsync the logs of one round in parallel
 FLUSH_THREADS = 8
 #: nice value of the flusher and fsync threads (module docstring)
@@ -131,30 +160,44 @@ class GroupCommit:
         it has cut and handled every frame of the data it just read, so with
         ``async def`` four 1 MB requests read together would all wait for the
         last one's validation before the first round could start."""
-        pending = [(lg, off) for lg, off in targets if lg.recovery_point < off]
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[bool] = loop.create_future()
-        if not pending:
+        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        if not self.when_flushed(targets, timeout_s, functools.partial(_resolve, fut)):
             fut.set_result(True)
-            return fut
+        return fut
+
+    def when_flushed(
+        self,
+        targets: Sequence[tuple[UnifiedLog, int]],
+        timeout_s: float,
+        on_done: Callable[[FlushOutcome], None],
+    ) -> bool:
+        """:meth:`wait_flushed` with a callback: ``on_done`` is called once, on
+        this event loop's thread, with True, False (timed out) or the round's
+        error. Returns False, and never calls ``on_done``, when every target is
+        durable already."""
+        pending = [(lg, off) for lg, off in targets if lg.recovery_point < off]
+        if not pending:
+            return False
+        loop = asyncio.get_running_loop()
         for lg, _ in pending:
             # the device starts on this request's pages now, not when its round begins
             lg.start_writeback()
+        waiter = _Waiter(loop, on_done)
         # the round goes on after a timeout; _settle skips the waiter, already answered
-        timer = loop.call_later(timeout_s, _time_out, fut)
+        waiter.timer = loop.call_later(timeout_s, waiter.answer, False)
         with self._cond:
             if self._closing:
-                timer.cancel()
+                waiter.timer.cancel()
                 raise RuntimeError("group commit is closed")
             for lg, off in pending:
                 if off > self._wanted.get(lg, 0):
                     self._wanted[lg] = off
-            self._waiters.append((loop, fut, timer))
+            self._waiters.append(waiter)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="group-commit", daemon=True)
                 self._thread.start()
             self._cond.notify()
-        return fut
+        return True
 
     def _run(self) -> None:
         """The flusher thread: one round after another while anything waits."""
@@ -256,7 +299,7 @@ def _hand_back(waiters: list[_Waiter], error: BaseException | None) -> None:
     """Complete each waiter on its own event loop's thread."""
     by_loop: dict[asyncio.AbstractEventLoop, list[_Waiter]] = {}
     for waiter in waiters:
-        by_loop.setdefault(waiter[0], []).append(waiter)
+        by_loop.setdefault(waiter.loop, []).append(waiter)
     for loop, mine in by_loop.items():
         # a closed loop raises RuntimeError: nobody is waiting any more
         with contextlib.suppress(RuntimeError):
@@ -264,21 +307,23 @@ def _hand_back(waiters: list[_Waiter], error: BaseException | None) -> None:
 
 
 def _settle(waiters: list[_Waiter], error: BaseException | None) -> None:
-    for _, fut, timer in waiters:
-        timer.cancel()
-        if fut.done():
-            continue  # timed out (answered False) or given up by its awaiter
-        if error is not None:
-            fut.set_exception(error)
-            fut.add_done_callback(_retrieve)  # read even if its awaiter is gone
-        else:
-            fut.set_result(True)
+    outcome: FlushOutcome = True if error is None else error
+    for waiter in waiters:
+        if waiter.timer is not None:
+            waiter.timer.cancel()
+        waiter.answer(outcome)  # skipped if it timed out already
+
+
+def _resolve(fut: asyncio.Future[bool], outcome: FlushOutcome) -> None:
+    """``wait_flushed``'s callback: the outcome into its future."""
+    if fut.done():
+        return  # given up by its awaiter
+    if isinstance(outcome, BaseException):
+        fut.set_exception(outcome)
+        fut.add_done_callback(_retrieve)  # read even if its awaiter is gone
+    else:
+        fut.set_result(outcome)
 
 
 def _retrieve(fut: asyncio.Future[bool]) -> None:
     fut.exception()
-
-
-def _time_out(fut: asyncio.Future[bool]) -> None:
-    if not fut.done():
-        fut.set_result(False)

@@ -191,6 +191,89 @@ def test_produce_acks_all_waits_for_fsync(broker):
     assert broker.group_commit.rounds == 1
 
 
+def test_produce_acks_all_is_answered_without_a_task(broker):
+    """The acks=all answer comes from the group commit's callback: the
+    dispatcher hands the connection a plain future, not a task."""
+    create(broker, "t")
+    batch = bytes(build_v2_batch(records(2, broker.now_ms)).buffer)
+
+    async def scenario():
+        outcome = broker.send(produce("t", 0, batch, acks=-1), 9)
+        assert type(outcome) is not asyncio.Task and isinstance(outcome, asyncio.Future)
+        return broker.decode(0, 9, await outcome, broker.correlation)
+
+    p = only_partition(run(scenario()))
+    assert (p.error_code, p.base_offset) == (ErrorCode.NONE, 0)
+
+
+def test_produce_acks_all_fsync_failure_is_kafka_storage_error(broker, monkeypatch):
+    """The round's fsync fails (EIO): every partition of the request is
+    KAFKA_STORAGE_ERROR, counted as such, and the broker carries on."""
+    from broker.log import local_log
+
+    create(broker, "t", 2)
+    batch = bytes(build_v2_batch(records(2, broker.now_ms)).buffer)
+
+    def failing_fsync(fd):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(local_log.os, "fsync", failing_fsync)
+    request = ProduceRequest(
+        acks=-1,
+        timeout_ms=5000,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name="t",
+                partition_data=[
+                    ProduceRequest.PartitionProduceData(index=i, records=batch) for i in (0, 1)
+                ],
+            )
+        ],
+    )
+    (topic,) = broker.call(request, 9).responses
+    assert [p.error_code for p in topic.partition_responses] == [ErrorCode.KAFKA_STORAGE_ERROR] * 2
+    errors = broker.metrics.request_errors
+    assert errors.labels("Produce", "KAFKA_STORAGE_ERROR").value == 2
+    monkeypatch.undo()
+    p = only_partition(broker.call(produce("t", 0, batch, acks=-1), 9))
+    assert (p.error_code, p.base_offset) == (ErrorCode.NONE, 2)
+
+
+def test_produce_acks_all_past_its_timeout_is_request_timed_out(broker, monkeypatch):
+    """A round that outlasts the request's timeout_ms: REQUEST_TIMED_OUT (the
+    records stay appended, as Kafka's delayed produce that expires)."""
+    import threading
+
+    from broker.log.unified_log import UnifiedLog
+
+    create(broker, "t")
+    release = threading.Event()
+    real = UnifiedLog.flush
+
+    def slow_flush(self, *args, **kwargs):
+        assert release.wait(10)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(UnifiedLog, "flush", slow_flush)
+    batch = bytes(build_v2_batch(records(2, broker.now_ms)).buffer)
+    request = ProduceRequest(
+        acks=-1,
+        timeout_ms=50,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name="t",
+                partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)],
+            )
+        ],
+    )
+    try:
+        p = only_partition(broker.call(request, 9))
+    finally:
+        release.set()
+    assert p.error_code == ErrorCode.REQUEST_TIMED_OUT
+    assert broker.metrics.request_errors.labels("Produce", "REQUEST_TIMED_OUT").value == 1
+
+
 def test_produce_record_errors_and_message_v8(broker):
     create(broker, "t", message_timestamp_before_max_ms="1000")
     old = broker.now_ms - 10_000

@@ -401,3 +401,57 @@ def test_the_broker_refuses_syncfs_where_it_would_not_be_durable(
         app.sync_method(syncfs_on, [tmp_path])
     with pytest.raises(InvalidConfigError, match="String must be one of: fsync, syncfs"):
         BrokerConfig.from_properties({"acks.all.sync.method": "fdatasync"})
+
+
+# ---- when_flushed: the callback form the produce handler uses ------------------------------
+
+
+def test_when_flushed_calls_back_once_per_outcome(commit: GroupCommit) -> None:
+    durable, slow, bad = FakeLog(), FakeLog(), FakeLog()
+    durable.recovery_point = 10
+    bad.fail = OSError(5, "Input/output error")
+    slow.release.clear()
+    heard: dict[str, list[object]] = {"durable": [], "slow": [], "bad": [], "ok": []}
+
+    async def scenario() -> None:
+        # nothing to wait for: False, and no callback
+        assert not commit.when_flushed([(as_log(durable), 10)], 5, heard["durable"].append)
+        assert commit.when_flushed([(as_log(slow), 3)], 0.05, heard["slow"].append)
+        await asyncio.sleep(0.2)  # its timer answers False; the round is still running
+        assert heard["slow"] == [False]
+        slow.release.set()
+        assert commit.when_flushed([(as_log(bad), 1)], 5, heard["bad"].append)
+        ok = FakeLog()
+        assert commit.when_flushed([(as_log(ok), 1)], 5, heard["ok"].append)
+        deadline = time.monotonic() + 5
+        while not (heard["bad"] and heard["ok"]) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+
+    run(scenario())
+    assert heard["durable"] == []
+    assert heard["slow"] == [False]  # the round's later True is not heard again
+    assert len(heard["bad"]) == 1 and isinstance(heard["bad"][0], OSError)
+    assert heard["ok"] in ([True], [heard["bad"][0]])  # its own round, or the failed one
+
+
+def test_a_failing_callback_does_not_stop_the_others_of_its_round(
+    commit: GroupCommit, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake = FakeLog()
+    fake.release.clear()
+    heard: list[object] = []
+
+    def broken(outcome: object) -> None:
+        raise ValueError("bug in a waiter")
+
+    async def scenario() -> None:
+        commit.when_flushed([(as_log(fake), 1)], 5, broken)
+        commit.when_flushed([(as_log(fake), 1)], 5, heard.append)
+        fake.release.set()
+        deadline = time.monotonic() + 5
+        while not heard and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+
+    run(scenario())
+    assert heard == [True]
+    assert "acks=all waiter failed" in caplog.text
