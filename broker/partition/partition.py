@@ -40,6 +40,7 @@ import functools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import NamedTuple, TypeVar, cast
 
+from broker.config import TopicConfig
 from broker.errors import KafkaError, RecordTooLargeError, UnknownTopicOrPartitionError
 from broker.log.unified_log import UnifiedLog
 from broker.partition.producer_append import check_producer_batches
@@ -287,20 +288,10 @@ class Partition:
         log = self.log
         try:
             # what self._validation(...)() calls, without the partial (the hot path)
-            result = validate_records(
-                records,
-                topic=self.topic,
-                partition=self.partition,
-                config=log.config,
-                next_offset=log.log_end_offset,
-                partition_leader_epoch=self.leader_epoch,
-                now_ms=self._time_ms(),
-                produce_version=produce_version,
-                recorder=self._recorder,
-                max_decompressed_bytes=self._max_decompressed_bytes,
-                inline_budget=self._inline_budget,
-                request_checked=True,
-            )
+            result = self._validate(
+                records, produce_version, log.config, log.log_end_offset, self._time_ms(),
+                self._recorder, self._inline_budget, True,
+            )  # fmt: skip
         except OffloadRequired:
             return None
         return self._append_validated(result)
@@ -320,16 +311,33 @@ class Partition:
         call's result is appended."""
         log = self.log
         return functools.partial(
-            validate_records,
+            self._validate, records, produce_version, log.config, log.log_end_offset,
+            self._time_ms(), self._recorder if recorder is None else recorder, inline_budget,
+            request_checked,
+        )  # fmt: skip
+
+    def _validate(  # noqa: PLR0917
+        self,
+        records: memoryview,
+        produce_version: int,
+        config: TopicConfig,
+        next_offset: int,
+        now_ms: int,
+        recorder: MetricsRecorder,
+        inline_budget: int | None,
+        request_checked: bool,
+    ) -> ValidationResult:
+        """``validate_records`` with this partition's fixed settings."""
+        return validate_records(
             records,
             topic=self.topic,
             partition=self.partition,
-            config=log.config,
-            next_offset=log.log_end_offset,
+            config=config,
+            next_offset=next_offset,
             partition_leader_epoch=self.leader_epoch,
-            now_ms=self._time_ms(),
+            now_ms=now_ms,
             produce_version=produce_version,
-            recorder=self._recorder if recorder is None else recorder,
+            recorder=recorder,
             max_decompressed_bytes=self._max_decompressed_bytes,
             inline_budget=inline_budget,
             request_checked=request_checked,

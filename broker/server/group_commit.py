@@ -51,9 +51,9 @@ lose nothing (the device works while the fsync waits).
 With ``acks.all.sync.method=syncfs`` a round makes one syncfs call per
 file system instead (``broker/log/syncfs.py``, ``local_log.flush_together``):
 eight partitions' fsyncs cost ~480 us of kernel CPU a round on one core,
-one syncfs ~185 us, and the fsync threads' GIL traffic goes away. acks=all
-against acks=1 (``python -m bench small``, (2)): 1 KB 0.53x -> 0.57x,
-16 KB 0.58x -> 0.61x.
+one syncfs ~185 us, and the fsync threads' GIL traffic goes away. In one
+run of ``python -m bench small`` (2): 1 KB acks=all 17.2 -> 19.2 k req/s,
+16 KB 12.8 -> 13.9 k (docs/performance.md).
 Not the default: syncfs also writes back other programs' data on the same
 file system.
 
