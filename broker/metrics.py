@@ -963,6 +963,11 @@ class _NoOp:
 
 _NOOP = _NoOp()
 
+#: what ``BrokerMetrics.request`` / ``NullMetrics.request`` give
+RequestRecorder = RequestMetrics | _NullRequestMetrics
+#: what ``BrokerMetrics.error_counter`` / ``NullMetrics.error_counter`` give
+ErrorCounter = Counter | _NoOp
+
 
 class _NullConnectionMeters:
     def opened(self) -> None:

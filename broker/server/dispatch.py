@@ -32,13 +32,12 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable
-from typing import Protocol
 
 from broker.errors import ErrorCode
 from broker.handlers.base import RequestHandler
 from broker.handlers.context import RequestContext
 from broker.handlers.registry import HandlerRegistry
-from broker.metrics import BrokerMetrics, NullMetrics
+from broker.metrics import BrokerMetrics, ErrorCounter, NullMetrics, RequestRecorder
 from broker.protocol import (
     API_KEYS,
     DecodeError,
@@ -58,25 +57,6 @@ API_VERSIONS_KEY = 18
 _ERROR_NAMES = {int(c): c.name for c in ErrorCode}
 
 
-class RequestMeters(Protocol):
-    """``metrics.RequestMetrics`` (or its no-op) as the dispatcher uses it."""
-
-    def record(
-        self,
-        size: int,
-        local_ns: int,
-        remote_ns: int,
-        total_ns: int,
-        *,
-        conversions_ns: int = 0,
-        temporary_bytes: int = 0,
-    ) -> None: ...
-
-
-class ErrorCounter(Protocol):
-    def inc(self, amount: float = 1) -> None: ...
-
-
 def _no_serve(header: RequestHeader) -> Outcome:
     raise ProtocolViolation("a request where a SASL token was expected")
 
@@ -88,7 +68,7 @@ class Dispatcher:
         self.registry = registry
         self.metrics = metrics
         #: per (API key, version): the API's name and its request meters, bound once
-        self._request_meters: dict[tuple[int, int], tuple[str, RequestMeters]] = {}
+        self._request_meters: dict[tuple[int, int], tuple[str, RequestRecorder]] = {}
         #: per (API name, error code): its ErrorsPerSec counter, bound once
         self._error_counters: dict[tuple[str, int], ErrorCounter] = {}
 
