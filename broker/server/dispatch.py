@@ -177,12 +177,13 @@ class Dispatcher:
         reply: asyncio.Future[Data | None],
     ) -> None:
         """:meth:`_finish` for a reply that is a future: encode and record it once done."""
+        if reply.cancelled():
+            if not out.done():
+                out.cancel()
+            return
+        error = reply.exception()  # retrieved even when nobody waits any more
         if out.done():
             return  # the connection gave the request up
-        if reply.cancelled():
-            out.cancel()
-            return
-        error = reply.exception()
         if error is not None:
             out.set_exception(error)
             return

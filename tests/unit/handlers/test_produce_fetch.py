@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 
 import pytest
@@ -574,3 +575,34 @@ def test_produce_io_error_is_kafka_storage_error(broker, monkeypatch):
     p = only_partition(broker.call(produce("t", 0, batch), 9))
     assert p.error_code == ErrorCode.KAFKA_STORAGE_ERROR
     assert p.error_message == "I/O error appending to t-0: Input/output error"
+
+
+def test_an_acks_all_answer_given_up_by_its_connection_is_dropped_quietly(broker, monkeypatch):
+    """The connection cancels the reply it was handed (it closed) before the
+    round ends: the round's later answer, even an error, goes nowhere and
+    leaves no unretrieved exception behind."""
+    create(broker, "t")
+    batch = bytes(build_v2_batch(records(2, broker.now_ms)).buffer)
+    callbacks = []
+
+    def capture(targets, timeout_s, on_done):
+        callbacks.append(on_done)
+        return True
+
+    monkeypatch.setattr(broker.group_commit, "when_flushed", capture)
+    unhandled = []
+
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda _loop, context: unhandled.append(context))
+        for outcome in (True, RuntimeError("a bug in the round")):
+            reply = broker.send(produce("t", 0, batch, acks=-1), 9)
+            reply.cancel()  # what the connection does when it closes
+            callbacks.pop()(outcome)
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+        gc.collect()
+        await asyncio.sleep(0)
+
+    run(scenario())
+    assert unhandled == []
