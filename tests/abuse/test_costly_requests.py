@@ -142,10 +142,10 @@ def test_costly_request_does_not_stall_other_clients(broker, name):
         time.sleep(0.2)
     good.check()
     print(f"\n{name}: good p50 {good.percentile(0.5) * 1e3:.2f} ms p99 "
-          f"{good.percentile(0.99) * 1e3:.2f} ms max {max(good.latencies) * 1e3:.1f} ms "
+          f"{good.percentile(0.99) * 1e3:.2f} ms max {max(good.measured) * 1e3:.1f} ms "
           f"n {len(good.latencies)} hwm {_hwm(broker) >> 20} MB")  # fmt: skip
     assert good.percentile(0.99) < P99_BOUND, good.percentile(0.99)
-    assert max(good.latencies) < MAX_BOUND, max(good.latencies)
+    assert max(good.measured) < MAX_BOUND, max(good.measured)
     assert _hwm(broker) < HWM_BOUND, _hwm(broker)
 
 
