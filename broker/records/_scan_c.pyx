@@ -1122,8 +1122,8 @@ def assign_in_place_v2(uint8_t[::1] buf, int64_t next_offset, int32_t partition_
     else:
         max_timestamp = max_ts
         shallow = last_offset if max_ts > -1 else -1
-    return (count, max_timestamp, shallow, last_offset, attributes, batch_max_timestamp,
-            producer_id, producer_epoch, base_sequence)
+    return (count, max_timestamp, shallow, attributes, batch_max_timestamp, producer_id,
+            producer_epoch, base_sequence)
 
 
 def reencode_v2(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t count,

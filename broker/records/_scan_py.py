@@ -50,6 +50,7 @@ import zlib
 from crc32c import crc32c
 
 from broker.errors import CorruptRecordError, InvalidRecordError
+from broker.records import batch
 from broker.records.buffers import ReadableBuffer, WritableBuffer
 
 # per-record error codes (see the module docstring)
@@ -462,26 +463,6 @@ def _counts(counts: list[int] | None) -> tuple[int, ...] | None:
     return None if counts is None else tuple(counts)
 
 
-# v2 batch header fields (``records/batch.py`` has the layout)
-_BASE_OFFSET = 0
-_PARTITION_LEADER_EPOCH = 12
-_CRC = 17
-_ATTRIBUTES = 21
-_LAST_OFFSET_DELTA = 23
-_BASE_TIMESTAMP = 27
-_MAX_TIMESTAMP = 35
-_PRODUCER_ID = 43
-_PRODUCER_EPOCH = 51
-_BASE_SEQUENCE = 53
-_RECORDS_COUNT = 57
-_RECORDS = 61
-_LOG_APPEND_TIME_FLAG = 0x08
-_CONTROL_FLAG = 0x20
-#: attribute bits ``setMaxTimestamp`` keeps (codec, transactional, control,
-#: delete horizon); the timestamp type is set anew and bits 7-15 cleared
-_KEPT_ATTRIBUTES = 0x07 | 0x10 | 0x20 | 0x40
-
-
 def assign_in_place_v2(  # noqa: PLR0917
     buf: WritableBuffer,
     next_offset: int,
@@ -492,14 +473,14 @@ def assign_in_place_v2(  # noqa: PLR0917
     compacted: bool,
     log_append_time: bool,
     error_limit: int,
-) -> tuple[int, int, int, int, int, int, int, int, int] | None:
+) -> tuple[int, int, int, int, int, int, int, int] | None:
     """The produce hot path's validation of ``buf``, exactly one uncompressed
     v2 batch from a client going to an uncompressed v2 log, in one call: the
     validator's ``validateBatch`` checks for a client batch
     (``validator/checks.py`` ``check_v2_batch``), the record walk
     (:func:`walk_v2`), then offsets, leader epoch and max timestamp set in
-    place (``validator/in_place.py`` ``_v2_non_compressed``, which is the
-    reference for every step).
+    place with ``records/batch.py``'s setters (the steps of
+    ``validator/in_place.py`` ``_v2_non_compressed``).
 
     All or nothing: when a check or a record fails it returns None and
     changes nothing, and the caller runs the general path, which raises or
@@ -508,59 +489,43 @@ def assign_in_place_v2(  # noqa: PLR0917
     :func:`walk_v2` raises, as the general path would at the same point.
 
     Returns ``(records_count, max_timestamp, shallow_offset_of_max_timestamp,
-    last_offset, attributes, batch_max_timestamp, producer_id,
-    producer_epoch, base_sequence)``: the validation's figures, then the
-    patched header's fields a ``BatchInfo`` needs.
+    attributes, batch_max_timestamp, producer_id, producer_epoch,
+    base_sequence)``: the validation's figures, then the patched header's
+    fields a ``BatchInfo`` needs (the last offset is ``next_offset +
+    records_count - 1``).
     """
     size = len(memoryview(buf))
-    if size < _RECORDS:
+    if size < batch.RECORDS_OFFSET:
         return None
-    base_offset = _i64(buf, _BASE_OFFSET)
-    attributes = int.from_bytes(buf[_ATTRIBUTES : _ATTRIBUTES + 2], "big", signed=True)
-    last_offset_delta = _i32(buf, _LAST_OFFSET_DELTA)
-    base_timestamp = _i64(buf, _BASE_TIMESTAMP)
-    batch_max_timestamp = _i64(buf, _MAX_TIMESTAMP)
-    producer_id = _i64(buf, _PRODUCER_ID)
-    producer_epoch = int.from_bytes(buf[_PRODUCER_EPOCH : _PRODUCER_EPOCH + 2], "big", signed=True)
-    base_sequence = _i32(buf, _BASE_SEQUENCE)
-    count = _i32(buf, _RECORDS_COUNT)
+    h = batch.read_header(buf, 0)
+    count = h.records_count
     # validateBatch for a client's batch: every check passes, or the general path reports it
-    count_from_offsets = _j64(_j64(base_offset + last_offset_delta) - base_offset + 1)
+    count_from_offsets = _j64(_j64(h.base_offset + h.last_offset_delta) - h.base_offset + 1)
     if count_from_offsets <= 0 or count <= 0 or count_from_offsets != count:
         return None
-    if attributes & _CONTROL_FLAG or (producer_id != -1 and base_sequence < 0):
+    if h.is_control_batch or (h.producer_id != batch.NO_PRODUCER_ID and h.base_sequence < 0):
         return None
-    lat_batch = bool(attributes & _LOG_APPEND_TIME_FLAG)
+    lat_batch = h.timestamp_type is batch.TimestampType.LOG_APPEND_TIME
     max_ts, _min, _consecutive, _canonical, _errors, counts = walk_v2(
-        buf, _RECORDS, size, count, base_offset, base_timestamp, lat_batch, batch_max_timestamp,
-        now, before_max, after_max, not log_append_time, compacted, False, error_limit,
+        buf, batch.RECORDS_OFFSET, size, count, h.base_offset, h.base_timestamp,
+        lat_batch, h.max_timestamp, now, before_max, after_max, not log_append_time, compacted,
+        False, error_limit,
     )  # fmt: skip
     if counts is not None:
         return None
     last_offset = next_offset + count - 1
-    buf[_BASE_OFFSET : _BASE_OFFSET + 8] = (last_offset - last_offset_delta).to_bytes(
-        8, "big", signed=True
-    )
-    buf[_PARTITION_LEADER_EPOCH : _PARTITION_LEADER_EPOCH + 4] = partition_leader_epoch.to_bytes(
-        4, "big", signed=True
-    )
-    new_max = now if log_append_time else max_ts
-    new_attributes = (attributes & _KEPT_ATTRIBUTES) | (
-        _LOG_APPEND_TIME_FLAG if log_append_time else 0
-    )
-    if lat_batch != log_append_time or batch_max_timestamp != new_max:
-        # setMaxTimestamp: the attributes word rewritten, then the CRC
-        buf[_ATTRIBUTES : _ATTRIBUTES + 2] = new_attributes.to_bytes(2, "big", signed=True)
-        buf[_MAX_TIMESTAMP : _MAX_TIMESTAMP + 8] = new_max.to_bytes(8, "big", signed=True)
-        buf[_CRC : _CRC + 4] = crc32c(memoryview(buf)[_ATTRIBUTES:size]).to_bytes(4, "big")
-        attributes, batch_max_timestamp = new_attributes, new_max
+    batch.set_last_offset(buf, 0, last_offset)
+    batch.set_partition_leader_epoch(buf, 0, partition_leader_epoch)
     if log_append_time:
+        batch.set_max_timestamp(buf, 0, batch.TimestampType.LOG_APPEND_TIME, now)
         max_timestamp, shallow = now, last_offset
     else:
-        max_timestamp, shallow = max_ts, (last_offset if max_ts > -1 else -1)
+        batch.set_max_timestamp(buf, 0, batch.TimestampType.CREATE_TIME, max_ts)
+        max_timestamp, shallow = max_ts, (last_offset if max_ts > batch.NO_TIMESTAMP else -1)
+    patched = batch.read_header(buf, 0)
     return (
-        count, max_timestamp, shallow, last_offset, attributes, batch_max_timestamp, producer_id,
-        producer_epoch, base_sequence,
+        count, max_timestamp, shallow, patched.attributes, patched.max_timestamp, h.producer_id,
+        h.producer_epoch, h.base_sequence,
     )  # fmt: skip
 
 

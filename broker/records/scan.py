@@ -29,8 +29,8 @@ documented in ``_scan_py.py``)::
     assign_in_place_v2(buf, next_offset, partition_leader_epoch, now, before_max,
                        after_max, compacted, log_append_time, error_limit)
         -> (records_count, max_timestamp, shallow_offset_of_max_timestamp,
-            last_offset, attributes, batch_max_timestamp, producer_id,
-            producer_epoch, base_sequence) or None
+            attributes, batch_max_timestamp, producer_id, producer_epoch,
+            base_sequence) or None
     walk_legacy(buf, pos, end, wrapper_magic, wrapper_offset, wrapper_timestamp,
                 wrapper_lat, now, before_max, after_max, create_time, compacted,
                 out, out_pos, error_limit)

@@ -31,7 +31,6 @@ import functools
 import inspect
 import logging
 import time
-from collections.abc import Awaitable
 
 from broker.errors import ErrorCode
 from broker.handlers.base import RequestHandler
@@ -55,6 +54,11 @@ log = logging.getLogger(__name__)
 
 API_VERSIONS_KEY = 18
 _ERROR_NAMES = {int(c): c.name for c in ErrorCode}
+
+
+def _give_up(pending: asyncio.Future[Data | None], out: asyncio.Future[Segments | None]) -> None:
+    if out.cancelled():
+        pending.cancel()
 
 
 def _no_serve(header: RequestHeader) -> Outcome:
@@ -123,10 +127,16 @@ class Dispatcher:
             segments = self._encode(header, handler, reply, body_version)
             self._record(handler, ctx, size=len(frame), local_ns=local_ns, remote_ns=0, start=start)
             return segments
-        if isinstance(reply, asyncio.Future):
-            # answered from a callback (acks=all): no task, no coroutine
-            out: asyncio.Future[Segments | None] = reply.get_loop().create_future()
-            reply.add_done_callback(
+        if inspect.isawaitable(reply):
+            # a future as it is (acks=all answers from a callback: no task), a
+            # coroutine in a task; the connection gets a future of the answer
+            pending: asyncio.Future[Data | None] = asyncio.ensure_future(reply)
+            out: asyncio.Future[Segments | None] = pending.get_loop().create_future()
+            if pending is not reply:
+                # a task runs work worth stopping when the connection goes away
+                # (it cancels ``out``); a bare future is just left unanswered
+                out.add_done_callback(functools.partial(_give_up, pending))
+            pending.add_done_callback(
                 functools.partial(
                     self._deferred_done,
                     header,
@@ -140,29 +150,7 @@ class Dispatcher:
                 )
             )
             return out
-        if inspect.isawaitable(reply):
-            return self._finish(
-                header, handler, ctx, reply, size=len(frame), local_ns=local_ns, start=start
-            )
         raise TypeError(f"{type(handler).__name__} returned {type(reply).__name__}")
-
-    async def _finish(
-        self,
-        header: RequestHeader,
-        handler: RequestHandler,
-        ctx: RequestContext,
-        reply: Awaitable[Data | None],
-        *,
-        size: int,
-        local_ns: int,
-        start: int,
-    ) -> Segments | None:
-        waited_from = time.perf_counter_ns()
-        response = await reply
-        remote_ns = time.perf_counter_ns() - waited_from
-        segments = self._encode(header, handler, response, None)
-        self._record(handler, ctx, size=size, local_ns=local_ns, remote_ns=remote_ns, start=start)
-        return segments
 
     def _deferred_done(  # noqa: PLR0917
         self,
@@ -176,7 +164,7 @@ class Dispatcher:
         waited_from: int,
         reply: asyncio.Future[Data | None],
     ) -> None:
-        """:meth:`_finish` for a reply that is a future: encode and record it once done."""
+        """An awaitable reply once done: encode and record it, the answer into ``out``."""
         if reply.cancelled():
             if not out.done():
                 out.cancel()

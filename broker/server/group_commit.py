@@ -96,12 +96,16 @@ class _Waiter:
     __slots__ = ("answered", "loop", "on_done", "timer")
 
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, on_done: Callable[[FlushOutcome], None]
+        self,
+        loop: asyncio.AbstractEventLoop,
+        on_done: Callable[[FlushOutcome], None],
+        timeout_s: float,
     ) -> None:
         self.loop = loop
         self.on_done = on_done
         self.answered = False
-        self.timer: asyncio.TimerHandle | None = None
+        # the round goes on after a timeout; _settle skips the waiter, already answered
+        self.timer = loop.call_later(timeout_s, self.answer, False)
 
     def answer(self, outcome: FlushOutcome) -> None:
         if self.answered:
@@ -182,9 +186,7 @@ class GroupCommit:
         for lg, _ in pending:
             # the device starts on this request's pages now, not when its round begins
             lg.start_writeback()
-        waiter = _Waiter(loop, on_done)
-        # the round goes on after a timeout; _settle skips the waiter, already answered
-        waiter.timer = loop.call_later(timeout_s, waiter.answer, False)
+        waiter = _Waiter(loop, on_done, timeout_s)
         with self._cond:
             if self._closing:
                 waiter.timer.cancel()
@@ -309,8 +311,7 @@ def _hand_back(waiters: list[_Waiter], error: BaseException | None) -> None:
 def _settle(waiters: list[_Waiter], error: BaseException | None) -> None:
     outcome: FlushOutcome = True if error is None else error
     for waiter in waiters:
-        if waiter.timer is not None:
-            waiter.timer.cancel()
+        waiter.timer.cancel()
         waiter.answer(outcome)  # skipped if it timed out already
 
 

@@ -198,20 +198,50 @@ def batch_infos(buf: ReadableBuffer, first_offset: int, num_records: int) -> lis
 
 
 def _v2_info(h: v2.RecordBatchHeader, position: int) -> BatchInfo:
-    return BatchInfo(
+    return v2_batch_info(
         position,
         h.size_in_bytes,
-        h.magic,
         h.base_offset,
-        h.last_offset,
+        h.last_offset_delta,
         h.max_timestamp,
-        h.compression_type,
+        h.attributes,
         h.producer_id,
         h.producer_epoch,
         h.base_sequence,
-        h.last_sequence,
-        h.is_transactional,
-        h.is_control_batch,
         h.partition_leader_epoch,
         h.records_count,
+    )
+
+
+def v2_batch_info(  # noqa: PLR0917
+    position: int,
+    size_in_bytes: int,
+    base_offset: int,
+    last_offset_delta: int,
+    max_timestamp: int,
+    attributes: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    partition_leader_epoch: int,
+    records_count: int,
+) -> BatchInfo:
+    """A v2 batch's facts from its header fields (what ``RecordBatchHeader``'s
+    properties derive: last offset and sequence, codec and flags)."""
+    return BatchInfo(
+        position,
+        size_in_bytes,
+        v2.MAGIC_V2,
+        base_offset,
+        base_offset + last_offset_delta,
+        max_timestamp,
+        attributes & v2.COMPRESSION_CODEC_MASK,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        v2.increment_sequence(base_sequence, last_offset_delta),
+        bool(attributes & v2.TRANSACTIONAL_FLAG_MASK),
+        bool(attributes & v2.CONTROL_FLAG_MASK),
+        partition_leader_epoch,
+        records_count,
     )

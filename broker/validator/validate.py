@@ -43,7 +43,12 @@ from broker.validator.context import Context, PathResult
 from broker.validator.in_place import assign_offsets_non_compressed, finish_compressed_in_place
 from broker.validator.inline import check_compress, check_raw
 from broker.validator.rebuild import rebuild
-from broker.validator.result import BatchInfo, MetricsRecorder, ValidationResult, batch_infos
+from broker.validator.result import (
+    MetricsRecorder,
+    ValidationResult,
+    batch_infos,
+    v2_batch_info,
+)
 
 MIN_DECOMPRESSION_BOUND = 64 * 1024 * 1024
 DECOMPRESSION_FACTOR = 16
@@ -288,24 +293,12 @@ def _in_place_v2(  # noqa: PLR0917
     )  # fmt: skip
     if done is None:
         return None
-    count, max_ts, shallow, last_offset, attributes, batch_max_ts, pid, epoch, base_seq = done
-    batch = BatchInfo(
-        0,
-        records.nbytes,
-        MAGIC_V2,
-        next_offset,
-        last_offset,
-        batch_max_ts,
-        attributes & v2.COMPRESSION_CODEC_MASK,
-        pid,
-        epoch,
-        base_seq,
-        v2.increment_sequence(base_seq, count - 1),
-        bool(attributes & v2.TRANSACTIONAL_FLAG_MASK),
-        False,
-        leader_epoch,
-        count,
-    )
+    count, max_ts, shallow, attributes, batch_max_ts, pid, epoch, base_seq = done
+    last_offset = next_offset + count - 1
+    batch = v2_batch_info(
+        0, records.nbytes, next_offset, count - 1, batch_max_ts, attributes, pid, epoch,
+        base_seq, leader_epoch, count,
+    )  # fmt: skip
     return ValidationResult(
         validated_records=records,
         first_offset=next_offset,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
+from collections.abc import Sequence
 
 import pytest
 
@@ -29,7 +30,15 @@ def records(n: int, ts: int, prefix: str = "v") -> list[SimpleRecord]:
     return [SimpleRecord(ts, f"k{i}".encode(), f"{prefix}{i}".encode() * 20) for i in range(n)]
 
 
-def produce(topic: str, partition: int, payload: bytes, acks: int = 1, timeout_ms: int = 5000):
+def produce(
+    topic: str,
+    partition: int | Sequence[int],
+    payload: bytes,
+    acks: int = 1,
+    timeout_ms: int = 5000,
+):
+    """A Produce request of ``payload`` to one partition or to each of several."""
+    partitions = [partition] if isinstance(partition, int) else partition
     return ProduceRequest(
         acks=acks,
         timeout_ms=timeout_ms,
@@ -37,7 +46,8 @@ def produce(topic: str, partition: int, payload: bytes, acks: int = 1, timeout_m
             ProduceRequest.TopicProduceData(
                 name=topic,
                 partition_data=[
-                    ProduceRequest.PartitionProduceData(index=partition, records=payload)
+                    ProduceRequest.PartitionProduceData(index=p, records=payload)
+                    for p in partitions
                 ],
             )
         ],
@@ -219,19 +229,7 @@ def test_produce_acks_all_fsync_failure_is_kafka_storage_error(broker, monkeypat
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr(local_log.os, "fsync", failing_fsync)
-    request = ProduceRequest(
-        acks=-1,
-        timeout_ms=5000,
-        topic_data=[
-            ProduceRequest.TopicProduceData(
-                name="t",
-                partition_data=[
-                    ProduceRequest.PartitionProduceData(index=i, records=batch) for i in (0, 1)
-                ],
-            )
-        ],
-    )
-    (topic,) = broker.call(request, 9).responses
+    (topic,) = broker.call(produce("t", (0, 1), batch, acks=-1), 9).responses
     assert [p.error_code for p in topic.partition_responses] == [ErrorCode.KAFKA_STORAGE_ERROR] * 2
     errors = broker.metrics.request_errors
     assert errors.labels("Produce", "KAFKA_STORAGE_ERROR").value == 2
@@ -257,16 +255,7 @@ def test_produce_acks_all_past_its_timeout_is_request_timed_out(broker, monkeypa
 
     monkeypatch.setattr(UnifiedLog, "flush", slow_flush)
     batch = bytes(build_v2_batch(records(2, broker.now_ms)).buffer)
-    request = ProduceRequest(
-        acks=-1,
-        timeout_ms=50,
-        topic_data=[
-            ProduceRequest.TopicProduceData(
-                name="t",
-                partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)],
-            )
-        ],
-    )
+    request = produce("t", 0, batch, acks=-1, timeout_ms=50)
     try:
         p = only_partition(broker.call(request, 9))
     finally:
@@ -298,19 +287,7 @@ def test_produce_response_lists_at_most_a_thousand_record_errors(broker):
     partitions = MAX_RESPONSE_RECORD_ERRORS // MAX_LISTED_RECORD_ERRORS + 3
     create(broker, "c", partitions, cleanup_policy="compact")
     keyless = bytes(build_v2_batch([SimpleRecord(broker.now_ms, None, b"v")] * 25).buffer)
-    request = ProduceRequest(
-        acks=1,
-        timeout_ms=5000,
-        topic_data=[
-            ProduceRequest.TopicProduceData(
-                name="c",
-                partition_data=[
-                    ProduceRequest.PartitionProduceData(index=i, records=keyless)
-                    for i in range(partitions)
-                ],
-            )
-        ],
-    )
+    request = produce("c", range(partitions), keyless)
     (topic,) = broker.call(request, 9).responses
     listed = [len(p.record_errors) for p in topic.partition_responses]
     assert sum(listed) == MAX_RESPONSE_RECORD_ERRORS

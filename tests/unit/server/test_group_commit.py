@@ -292,6 +292,20 @@ def _logs(tmp_path: Path, count: int) -> list[UnifiedLog]:
     return logs
 
 
+def _syncfs_round(logs: list[UnifiedLog]) -> bool:
+    """One syncfs round for every log up to offset 2 (its outcome, or its error),
+    then the group commit closed and the logs left open for the checks."""
+    commit = GroupCommit("syncfs")
+
+    async def scenario() -> bool:
+        return await commit.wait_flushed([(log, 2) for log in logs], 5)
+
+    try:
+        return run(scenario())
+    finally:
+        commit.close()
+
+
 def test_a_syncfs_round_makes_one_call_for_the_logs_of_a_file_system(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -304,15 +318,7 @@ def test_a_syncfs_round_makes_one_call_for_the_logs_of_a_file_system(
 
     monkeypatch.setattr(group_commit, "syncfs", counting)
     logs = _logs(tmp_path, 4)
-    commit = GroupCommit("syncfs")
-
-    async def scenario() -> bool:
-        return await commit.wait_flushed([(log, 2) for log in logs], 5)
-
-    try:
-        assert run(scenario()) is True
-    finally:
-        commit.close()
+    assert _syncfs_round(logs) is True
     assert len(calls) == 1
     assert [log.recovery_point for log in logs] == [2, 2, 2, 2]
     for log in logs:
@@ -331,15 +337,7 @@ def test_a_syncfs_round_syncs_each_file_system_once(
     logs = _logs(tmp_path, 4)
     for log in logs[2:]:
         log.local_log.device += 1
-    commit = GroupCommit("syncfs")
-
-    async def scenario() -> bool:
-        return await commit.wait_flushed([(log, 2) for log in logs], 5)
-
-    try:
-        assert run(scenario()) is True
-    finally:
-        commit.close()
+    assert _syncfs_round(logs) is True
     assert sorted(Path(c).name for c in calls) == ["t-0", "t-2"]
     assert [log.recovery_point for log in logs] == [2, 2, 2, 2]
     for log in logs:
@@ -354,16 +352,8 @@ def test_a_failed_syncfs_fails_the_rounds_waiters_and_moves_no_recovery_point(
 
     monkeypatch.setattr(group_commit, "syncfs", failing)
     logs = _logs(tmp_path, 2)
-    commit = GroupCommit("syncfs")
-
-    async def scenario() -> None:
-        with pytest.raises(OSError, match="Input/output"):
-            await commit.wait_flushed([(log, 2) for log in logs], 5)
-
-    try:
-        run(scenario())
-    finally:
-        commit.close()
+    with pytest.raises(OSError, match="Input/output"):
+        _syncfs_round(logs)
     assert [log.recovery_point for log in logs] == [0, 0]
     for log in logs:
         log.close()
