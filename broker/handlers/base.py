@@ -15,11 +15,12 @@ from typing import ClassVar
 
 from broker.handlers import authorization
 from broker.handlers.context import BrokerContext, RequestContext
+from broker.handlers.delayed import DelayedReply
 from broker.protocol import API_KEYS, ApiKey
 from broker.protocol.data import Data
 from broker.security.acl import AclOperation, ResourceType
 
-Reply = Data | None | Awaitable[Data | None]
+Reply = Data | None | DelayedReply[Data] | Awaitable[Data | None]
 
 
 class RequestHandler(abc.ABC):

@@ -82,6 +82,7 @@ from broker.errors import (
 from broker.handlers.authorization import authorize, report_denied
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import BrokerContext, RequestContext, TopicMeters
+from broker.handlers.delayed import DelayedReply
 from broker.log.unified_log import UnifiedLog
 from broker.partition.partition import AppendOutcome, Partition
 from broker.protocol.data import Data
@@ -355,7 +356,7 @@ class ProduceHandler(RequestHandler):
         # registered now, in the handler's synchronous part (GroupCommit); answered
         # from the round's callback, without a task or a coroutine
         targets = [(log_, offset) for log_, offset, _ in durable]
-        answered: asyncio.Future[Data] = asyncio.get_running_loop().create_future()
+        answered: DelayedReply[Data] = DelayedReply()
         if not self.broker.durability.when_flushed(
             targets,
             max(request.timeout_ms, 0) / 1000,
@@ -631,21 +632,19 @@ class ProduceHandler(RequestHandler):
         ctx: RequestContext,
         response: Data,
         durable: Sequence[tuple[UnifiedLog, int, Data]],
-        answered: asyncio.Future[Data],
+        answered: DelayedReply[Data],
         outcome: bool | BaseException,
     ) -> None:
         """The group commit's answer for an acks=all request (see ``_answer``)."""
-        if answered.done():
-            return  # the connection went away and gave it up
         if isinstance(outcome, OSError):
             log.error("fsync failed for an acks=all produce request", exc_info=outcome)
             self._set_errors(ctx, durable, ErrorCode.KAFKA_STORAGE_ERROR)
         elif isinstance(outcome, BaseException):
-            answered.set_exception(outcome)
+            answered.fail(outcome)
             return
         elif not outcome:
             self._set_errors(ctx, durable, ErrorCode.REQUEST_TIMED_OUT)
-        answered.set_result(response)
+        answered.resolve(response)
 
     @staticmethod
     def _set_errors(

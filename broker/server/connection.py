@@ -63,6 +63,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
+from broker.handlers.delayed import DelayedReply
 from broker.server.budget import ReceiveBudget
 from broker.server.receive_buffer import EMPTY, MIN_READ, ReceiveBuffers
 
@@ -74,9 +75,10 @@ LINGER_SECONDS = 1.0
 
 #: what a handler answers with: the segments of a whole response frame, size
 #: prefix included (bytes-like objects, or file slices written by the
-#: ``write_segment`` callback), or None for "no response" (acks=0)
+#: ``write_segment`` callback), or None for "no response" (acks=0); or either
+#: later, from a ``DelayedReply`` (acks=all) or an awaitable
 Segments = Sequence[Any]
-Outcome = Segments | None | Awaitable[Segments | None]
+Outcome = Segments | None | DelayedReply[Segments | None] | Awaitable[Segments | None]
 
 
 class ProtocolViolation(Exception):
@@ -396,6 +398,8 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
             return
         if outcome is None or isinstance(outcome, (list, tuple)):
             self._complete(slot, outcome)
+        elif type(outcome) is DelayedReply:
+            outcome.listen(functools.partial(self._delayed_done, slot))
         else:
             task: asyncio.Future[Segments | None] = asyncio.ensure_future(
                 cast(Awaitable[Segments | None], outcome)
@@ -413,6 +417,17 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
             self.abort()
             return
         self._complete(slot, task.result(), later=True)
+
+    def _delayed_done(
+        self, slot: _Slot, segments: Segments | None, exc: BaseException | None
+    ) -> None:
+        if self._closed:
+            return  # gone meanwhile: its slots went with it
+        if exc is not None:
+            log.error("closing connection from %s: handler failed", self.peer, exc_info=exc)
+            self.abort()
+            return
+        self._complete(slot, segments, later=True)
 
     def _complete(self, slot: _Slot, segments: Segments | None, *, later: bool = False) -> None:
         """Mark ``slot`` answered and write what can go.

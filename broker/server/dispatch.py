@@ -35,6 +35,7 @@ import time
 from broker.errors import ErrorCode
 from broker.handlers.base import RequestHandler
 from broker.handlers.context import RequestContext
+from broker.handlers.delayed import DelayedReply
 from broker.handlers.registry import HandlerRegistry
 from broker.metrics import BrokerMetrics, ErrorCounter, NullMetrics, RequestRecorder
 from broker.protocol import (
@@ -127,9 +128,27 @@ class Dispatcher:
             segments = self._encode(header, handler, reply, body_version)
             self._record(handler, ctx, size=len(frame), local_ns=local_ns, remote_ns=0, start=start)
             return segments
+        if type(reply) is DelayedReply:
+            # acks=all: encoded and recorded in the callback that answers it
+            # (broker/handlers/delayed.py), handed on to the connection at once
+            delayed: DelayedReply[Segments | None] = DelayedReply()
+            reply.listen(
+                functools.partial(
+                    self._delayed_done,
+                    header,
+                    handler,
+                    ctx,
+                    delayed,
+                    len(frame),
+                    local_ns,
+                    start,
+                    time.perf_counter_ns(),
+                )
+            )
+            return delayed
         if inspect.isawaitable(reply):
-            # a future as it is (acks=all answers from a callback: no task), a
-            # coroutine in a task; the connection gets a future of the answer
+            # a future as it is, a coroutine in a task; the connection gets a
+            # future of the answer
             pending: asyncio.Future[Data | None] = asyncio.ensure_future(reply)
             out: asyncio.Future[Segments | None] = pending.get_loop().create_future()
             if pending is not reply:
@@ -151,6 +170,32 @@ class Dispatcher:
             )
             return out
         raise TypeError(f"{type(handler).__name__} returned {type(reply).__name__}")
+
+    def _delayed_done(  # noqa: PLR0917
+        self,
+        header: RequestHeader,
+        handler: RequestHandler,
+        ctx: RequestContext,
+        out: DelayedReply[Segments | None],
+        size: int,
+        local_ns: int,
+        start: int,
+        waited_from: int,
+        response: Data | None,
+        error: BaseException | None,
+    ) -> None:
+        """A delayed reply's answer: encoded and recorded, into ``out``."""
+        if error is not None:
+            out.fail(error)
+            return
+        remote_ns = time.perf_counter_ns() - waited_from
+        try:
+            segments = self._encode(header, handler, response, None)
+        except Exception as exc:
+            out.fail(exc)
+            return
+        self._record(handler, ctx, size=size, local_ns=local_ns, remote_ns=remote_ns, start=start)
+        out.resolve(segments)
 
     def _deferred_done(  # noqa: PLR0917
         self,

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import time
 from collections.abc import Sequence
 
 import pytest
 
 from broker.errors import ErrorCode
+from broker.handlers.delayed import DelayedReply
 from broker.protocol.messages import (
     ApiVersionsRequest,
     FetchRequest,
@@ -202,16 +202,31 @@ def test_produce_acks_all_waits_for_fsync(broker):
     assert broker.group_commit.rounds == 1
 
 
-def test_produce_acks_all_is_answered_without_a_task(broker):
+def test_produce_acks_all_is_answered_from_the_rounds_callback_at_once(broker, monkeypatch):
     """The acks=all answer comes from the group commit's callback: the
-    dispatcher hands the connection a plain future, not a task."""
+    dispatcher hands the connection a ``DelayedReply`` whose listener gets the
+    encoded answer within that callback (no task, no future, no loop hop)."""
     create(broker, "t")
     batch = bytes(build_v2_batch(records(2, broker.now_ms)).buffer)
+    callbacks = []
+
+    def capture(targets, timeout_s, on_done):
+        callbacks.append(on_done)
+        return True
+
+    monkeypatch.setattr(broker.group_commit, "when_flushed", capture)
+    got = []
 
     async def scenario():
         outcome = broker.send(produce("t", 0, batch, acks=-1), 9)
-        assert type(outcome) is not asyncio.Task and isinstance(outcome, asyncio.Future)
-        return broker.decode(0, 9, await outcome, broker.correlation)
+        assert type(outcome) is DelayedReply
+        outcome.listen(lambda segments, error: got.append((segments, error)))
+        assert got == []  # not before its round
+        callbacks.pop()(True)
+        assert len(got) == 1  # at once
+        segments, error = got[0]
+        assert error is None
+        return broker.decode(0, 9, segments, broker.correlation)
 
     p = only_partition(run(scenario()))
     assert (p.error_code, p.base_offset) == (ErrorCode.NONE, 0)
@@ -554,10 +569,10 @@ def test_produce_io_error_is_kafka_storage_error(broker, monkeypatch):
     assert p.error_message == "I/O error appending to t-0: Input/output error"
 
 
-def test_an_acks_all_answer_given_up_by_its_connection_is_dropped_quietly(broker, monkeypatch):
-    """The connection cancels the reply it was handed (it closed) before the
-    round ends: the round's later answer, even an error, goes nowhere and
-    leaves no unretrieved exception behind."""
+def test_an_acks_all_round_error_reaches_the_connection_as_a_failed_reply(broker, monkeypatch):
+    """A bug in the round (not an fsync error, which is KAFKA_STORAGE_ERROR)
+    fails the reply the connection listens to; the connection closes on it
+    (tests/unit/server/test_connection.py)."""
     create(broker, "t")
     batch = bytes(build_v2_batch(records(2, broker.now_ms)).buffer)
     callbacks = []
@@ -567,19 +582,13 @@ def test_an_acks_all_answer_given_up_by_its_connection_is_dropped_quietly(broker
         return True
 
     monkeypatch.setattr(broker.group_commit, "when_flushed", capture)
-    unhandled = []
+    got = []
 
     async def scenario():
-        loop = asyncio.get_running_loop()
-        loop.set_exception_handler(lambda _loop, context: unhandled.append(context))
-        for outcome in (True, RuntimeError("a bug in the round")):
-            reply = broker.send(produce("t", 0, batch, acks=-1), 9)
-            reply.cancel()  # what the connection does when it closes
-            callbacks.pop()(outcome)
-            await asyncio.sleep(0)
-            await asyncio.sleep(0)
-        gc.collect()
-        await asyncio.sleep(0)
+        reply = broker.send(produce("t", 0, batch, acks=-1), 9)
+        reply.listen(lambda segments, error: got.append((segments, error)))
+        bug = RuntimeError("a bug in the round")
+        callbacks.pop()(bug)
+        assert got == [(None, bug)]
 
     run(scenario())
-    assert unhandled == []

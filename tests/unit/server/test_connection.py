@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from broker.handlers.delayed import DelayedReply
 from broker.server import connection as connection_module
 from broker.server.budget import ReceiveBudget
 from broker.server.connection import Connection, ConnectionLimits
@@ -19,17 +20,23 @@ from tests.aio import run
 
 class EchoHandler:
     """Answers each frame with its own bytes; frames starting with b'S' answer
-    after a delay (async), b'N' get no answer, b'X' raise."""
+    after a delay (async), b'D' when the test resolves their ``DelayedReply``
+    (kept in ``delayed``), b'N' get no answer, b'X' raise."""
 
     def __init__(self) -> None:
         self.seen: list[bytes] = []
         self.release = asyncio.Event()
+        self.delayed: list[tuple[bytes, DelayedReply]] = []
 
     def handle_frame(self, frame_view, conn):
         data = bytes(frame_view)
         self.seen.append(data)
         if data.startswith(b"S"):
             return self._slow(data)
+        if data.startswith(b"D"):
+            reply = DelayedReply()
+            self.delayed.append((data, reply))
+            return reply
         if data.startswith(b"N"):
             return None
         if data.startswith(b"X"):
@@ -66,7 +73,7 @@ def test_frames_split_at_every_byte_boundary_are_reassembled():
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         rng = random.Random(7)
         payloads = [bytes([65 + i % 20]) * rng.randint(1, 300) for i in range(60)]
-        payloads = [p if p[:1] not in (b"S", b"N", b"X") else b"a" + p for p in payloads]
+        payloads = [p if p[:1] not in (b"S", b"D", b"N", b"X") else b"a" + p for p in payloads]
         stream = b"".join(frame(p) for p in payloads)
         pos = 0
         while pos < len(stream):  # dribble the stream in random small pieces
@@ -100,6 +107,85 @@ def test_responses_keep_request_order_when_an_earlier_request_is_slow():
         assert await read_frame(reader) == b"fast2"
         assert await read_frame(reader) == b"fast3"  # acks=0-style request sent nothing
         writer.close()
+        server.close()
+        await server.wait_closed()
+
+    run(main())
+
+
+async def _until(predicate):
+    for _ in range(200):
+        if predicate():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("condition not reached")
+
+
+def test_delayed_replies_are_written_in_request_order_when_resolved():
+    """acks=all answers come from a callback (a ``DelayedReply``), in any
+    order; the client still reads them in the order it asked."""
+
+    async def main():
+        handler = EchoHandler()
+        server, port = await start(handler)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(frame(b"D1") + frame(b"fast2") + frame(b"D3") + frame(b"fast4"))
+        await _until(lambda: len(handler.seen) == 4)
+        (_, first), (data3, third) = handler.delayed
+        third.resolve([frame(b"late:" + data3)])
+        await asyncio.sleep(0.02)
+        first.resolve([frame(b"late:D1")])
+        got = [await read_frame(reader) for _ in range(4)]
+        assert got == [b"late:D1", b"fast2", b"late:D3", b"fast4"]
+        writer.close()
+        server.close()
+        await server.wait_closed()
+
+    run(main())
+
+
+def test_a_delayed_reply_answered_after_its_connection_closed_goes_nowhere():
+    """The client went away while its acks=all request waited for the round:
+    the round's answer, or its error, is dropped quietly and the server goes on."""
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        unhandled = []
+        loop.set_exception_handler(lambda _loop, context: unhandled.append(context))
+        handler = EchoHandler()
+        server, port = await start(handler)
+        _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(frame(b"D1") + frame(b"D2"))
+        await _until(lambda: len(handler.delayed) == 2)
+        writer.close()
+        await asyncio.sleep(0.05)  # the server sees the close
+        handler.delayed[0][1].resolve([frame(b"late")])
+        handler.delayed[1][1].fail(RuntimeError("a bug in the round"))
+        reader2, writer2 = await asyncio.open_connection("127.0.0.1", port)
+        writer2.write(frame(b"still here"))
+        assert await read_frame(reader2) == b"still here"
+        assert unhandled == []
+        writer2.close()
+        server.close()
+        await server.wait_closed()
+
+    run(main())
+
+
+def test_a_delayed_reply_that_fails_closes_only_its_connection():
+    async def main():
+        handler = EchoHandler()
+        server, port = await start(handler)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(frame(b"D1"))
+        await _until(lambda: len(handler.delayed) == 1)
+        handler.delayed[0][1].fail(RuntimeError("boom"))
+        assert await reader.read() == b""  # closed, nothing answered
+        reader2, writer2 = await asyncio.open_connection("127.0.0.1", port)
+        writer2.write(frame(b"other"))
+        assert await read_frame(reader2) == b"other"
+        writer.close()
+        writer2.close()
         server.close()
         await server.wait_closed()
 
