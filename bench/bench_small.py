@@ -12,7 +12,11 @@ rounds, the broker's and the baseline's rounds alternating.
     broker. Goal >= 0.7x. Printed twice: with the default
     ``acks.all.sync.method=fsync`` and with ``syncfs`` (a second broker; one
     syncfs per round instead of eight fsyncs, ``broker/log/syncfs.py``),
-    both against the first broker's acks=1.
+    both against the first broker's acks=1. Then what the goal leaves: the
+    CPU a request may cost beyond acks=1's at 0.7x, against the CPU of one
+    round's own syscalls on the broker's core, without a broker (eight 1 KB
+    x 8 appends fsynced in parallel by eight threads, or one syncfs), shared
+    by at most the 64 requests in flight.
 (3) 1,000 connections, each sending a 1 KB acks=1 request every 100 ms
     (10,000 requests/s together, from one asyncio client): all answered, p99
     latency below 20 ms.
@@ -237,6 +241,7 @@ def main(report: Report) -> None:
             report.value("(4) broker fetches/s", ours_fetch, "req/s")
             report.value("(4) sink fetches/s", base_fetch, "req/s")
         _acks_all_syncfs(report, tmp, acks_one)
+        _round_budget(report, tmp, acks_one["1 KB"])
 
 
 def _acks_all_syncfs(report: Report, tmp: Path, acks_one: dict[str, dict[str, Any]]) -> None:
@@ -250,6 +255,69 @@ def _acks_all_syncfs(report: Report, tmp: Path, acks_one: dict[str, dict[str, An
         for label, size in SIZES.items():
             durable = _best(port, "small", size, -1)
             _report_acks_all(report, f"{label} acks=all (syncfs)", acks_one[label], durable)
+
+
+#: (2) rounds of the bare fsync measurement, and what each appends per file
+BARE_ROUNDS = 300
+BARE_APPEND = 8 * 1000
+
+
+def _round_budget(report: Report, tmp: Path, acks_one: dict[str, Any]) -> None:
+    """(2): the CPU budget the goal leaves per acks=all request, against the
+    CPU one round's syscalls cost on the broker's core with no broker."""
+    import concurrent.futures
+    import ctypes
+    import resource
+
+    from bench.bench_server import SERVER_CPU
+
+    budget_us = (1 / (0.7 * acks_one["rate"]) - 1 / acks_one["rate"]) * 1e6
+    report.value("(2) 1 KB: CPU per request the goal allows beyond acks=1 (us)", budget_us, "us")
+    directory = tmp / "bare-fsync"
+    directory.mkdir()
+    fds = [
+        os.open(directory / f"{i}.log", os.O_CREAT | os.O_WRONLY | os.O_APPEND)
+        for i in range(PARTITIONS)
+    ]
+    chunk = b"x" * BARE_APPEND
+    libc = ctypes.CDLL(None, use_errno=True)
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {SERVER_CPU})  # the pool's threads inherit it
+    try:
+        with concurrent.futures.ThreadPoolExecutor(PARTITIONS) as pool:
+
+            def fsync_all() -> None:
+                list(pool.map(os.fsync, fds))
+
+            def syncfs_once() -> None:
+                libc.syncfs(fds[0])
+
+            for label, sync in (("8 parallel fsyncs", fsync_all), ("one syncfs", syncfs_once)):
+                settle()
+                used = resource.getrusage(resource.RUSAGE_SELF)
+                start = time.perf_counter()
+                for _ in range(BARE_ROUNDS):
+                    for fd in fds:
+                        os.write(fd, chunk)
+                    sync()
+                wall = (time.perf_counter() - start) / BARE_ROUNDS * 1e6
+                after = resource.getrusage(resource.RUSAGE_SELF)
+                cpu = (
+                    (after.ru_utime - used.ru_utime + after.ru_stime - used.ru_stime)
+                    / BARE_ROUNDS
+                    * 1e6
+                )
+                report.value(f"(2) one round, no broker, {label}: CPU (us)", cpu, "us")
+                report.value(f"(2) one round, no broker, {label}: wall (us)", wall, "us")
+                report.value(
+                    f"(2) {label}: its CPU per request, all {WINDOW} in flight in it (us)",
+                    cpu / WINDOW,
+                    "us",
+                )
+    finally:
+        os.sched_setaffinity(0, before)
+        for fd in fds:
+            os.close(fd)
 
 
 def _report_acks_all(

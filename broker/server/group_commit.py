@@ -61,8 +61,11 @@ A waiter is a callback with a timer (``when_flushed``), not
 ``asyncio.wait_for`` (which wraps every wait in another future and
 callbacks: at 10,000 acks=all requests a second that was a tenth of the
 loop's time), nor a future awaited by a task: the produce handler answers
-from the callback, so an acks=all request makes no task and no coroutine.
-``wait_flushed`` is the same wait as an awaitable, for callers that want one.
+from the callback through a ``DelayedReply`` (``broker/handlers/delayed.py``),
+which the dispatcher and the connection listen to, so an acks=all request
+makes no task, no coroutine and no future, and its answer reaches the
+connection within the round's callback. ``wait_flushed`` is the same wait
+as an awaitable, for callers that want one.
 
 State shared by the two threads (the wanted offsets, the waiters, the
 closing flag) lives under one condition variable, held for microseconds.
