@@ -84,3 +84,34 @@ def test_listener_prefixed_keys_are_accepted_and_typed() -> None:
         InvalidConfigError, match=r"listener\.name\.a\.connections\.max\.reauth\.ms"
     ):
         BrokerConfig.from_properties({"listener.name.a.connections.max.reauth.ms": "-1"})
+
+
+def test_the_listen_backlog_holds_a_burst_while_accepts_come_in_small_batches() -> None:
+    """The loop is handed a small per-wake-up accept batch (ACCEPTS_PER_WAKEUP;
+    the stdlib loop accepts that many per wake-up), but the kernel's queue
+    keeps the full backlog: a burst of connects larger than the batch all
+    complete while the loop is busy and accepts nothing."""
+    import asyncio
+    import contextlib
+    import socket
+
+    from broker.server.listener import ACCEPTS_PER_WAKEUP, start_listener
+    from tests.aio import run
+
+    burst = 300
+    assert ACCEPTS_PER_WAKEUP < burst < 511
+
+    async def scenario() -> None:
+        server, port = await start_listener(
+            ListenerSpec("PLAINTEXT", "127.0.0.1", 0, "PLAINTEXT"), asyncio.Protocol
+        )
+        with contextlib.ExitStack() as stack:
+            # no await: the loop accepts nothing meanwhile, the kernel queues them
+            for _ in range(burst):
+                s = stack.enter_context(socket.socket())
+                s.settimeout(0.5)  # a connect past a full backlog waits for a SYN retry (1 s)
+                s.connect(("127.0.0.1", port))
+        server.close()
+        await server.wait_closed()
+
+    run(scenario())
