@@ -188,13 +188,13 @@ class Dispatcher:
         if error is not None:
             out.fail(error)
             return
-        remote_ns = time.perf_counter_ns() - waited_from
         try:
-            segments = self._encode(header, handler, response, None)
+            segments = self._answer_later(
+                header, handler, ctx, response, size, local_ns, start, waited_from
+            )
         except Exception as exc:
             out.fail(exc)
             return
-        self._record(handler, ctx, size=size, local_ns=local_ns, remote_ns=remote_ns, start=start)
         out.resolve(segments)
 
     def _deferred_done(  # noqa: PLR0917
@@ -220,14 +220,32 @@ class Dispatcher:
         if error is not None:
             out.set_exception(error)
             return
-        remote_ns = time.perf_counter_ns() - waited_from
         try:
-            segments = self._encode(header, handler, reply.result(), None)
+            segments = self._answer_later(
+                header, handler, ctx, reply.result(), size, local_ns, start, waited_from
+            )
         except Exception as exc:
             out.set_exception(exc)
             return
-        self._record(handler, ctx, size=size, local_ns=local_ns, remote_ns=remote_ns, start=start)
         out.set_result(segments)
+
+    def _answer_later(  # noqa: PLR0917
+        self,
+        header: RequestHeader,
+        handler: RequestHandler,
+        ctx: RequestContext,
+        response: Data | None,
+        size: int,
+        local_ns: int,
+        start: int,
+        waited_from: int,
+    ) -> Segments | None:
+        """A later answer encoded, and its request recorded with the time it
+        waited (remote time, Kafka's purgatory) since ``waited_from``."""
+        remote_ns = time.perf_counter_ns() - waited_from
+        segments = self._encode(header, handler, response, None)
+        self._record(handler, ctx, size=size, local_ns=local_ns, remote_ns=remote_ns, start=start)
+        return segments
 
     @staticmethod
     def _encode(

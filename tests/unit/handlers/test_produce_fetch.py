@@ -202,12 +202,8 @@ def test_produce_acks_all_waits_for_fsync(broker):
     assert broker.group_commit.rounds == 1
 
 
-def test_produce_acks_all_is_answered_from_the_rounds_callback_at_once(broker, monkeypatch):
-    """The acks=all answer comes from the group commit's callback: the
-    dispatcher hands the connection a ``DelayedReply`` whose listener gets the
-    encoded answer within that callback (no task, no future, no loop hop)."""
-    create(broker, "t")
-    batch = bytes(build_v2_batch(records(2, broker.now_ms)).buffer)
+def held_rounds(broker, monkeypatch):
+    """The group commit's callbacks, held for the test to call (no round runs)."""
     callbacks = []
 
     def capture(targets, timeout_s, on_done):
@@ -215,6 +211,16 @@ def test_produce_acks_all_is_answered_from_the_rounds_callback_at_once(broker, m
         return True
 
     monkeypatch.setattr(broker.group_commit, "when_flushed", capture)
+    return callbacks
+
+
+def test_produce_acks_all_is_answered_from_the_rounds_callback_at_once(broker, monkeypatch):
+    """The acks=all answer comes from the group commit's callback: the
+    dispatcher hands the connection a ``DelayedReply`` whose listener gets the
+    encoded answer within that callback (no task, no future, no loop hop)."""
+    create(broker, "t")
+    batch = bytes(build_v2_batch(records(2, broker.now_ms)).buffer)
+    callbacks = held_rounds(broker, monkeypatch)
     got = []
 
     async def scenario():
@@ -575,13 +581,7 @@ def test_an_acks_all_round_error_reaches_the_connection_as_a_failed_reply(broker
     (tests/unit/server/test_connection.py)."""
     create(broker, "t")
     batch = bytes(build_v2_batch(records(2, broker.now_ms)).buffer)
-    callbacks = []
-
-    def capture(targets, timeout_s, on_done):
-        callbacks.append(on_done)
-        return True
-
-    monkeypatch.setattr(broker.group_commit, "when_flushed", capture)
+    callbacks = held_rounds(broker, monkeypatch)
     got = []
 
     async def scenario():
