@@ -412,15 +412,13 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
         if task.cancelled():
             return
         exc = task.exception()
-        if exc is not None:
-            log.error("closing connection from %s: handler failed", self.peer, exc_info=exc)
-            self.abort()
-            return
-        self._complete(slot, task.result(), later=True)
+        self._delayed_done(slot, None if exc is not None else task.result(), exc)
 
     def _delayed_done(
         self, slot: _Slot, segments: Segments | None, exc: BaseException | None
     ) -> None:
+        """A later answer (a ``DelayedReply``'s, or a task's): written in order,
+        or, if the handler failed, the connection closed."""
         if self._closed:
             return  # gone meanwhile: its slots went with it
         if exc is not None:

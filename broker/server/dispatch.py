@@ -31,6 +31,7 @@ import functools
 import inspect
 import logging
 import time
+from collections.abc import Callable
 
 from broker.errors import ErrorCode
 from broker.handlers.base import RequestHandler
@@ -134,15 +135,16 @@ class Dispatcher:
             delayed: DelayedReply[Segments | None] = DelayedReply()
             reply.listen(
                 functools.partial(
-                    self._delayed_done,
+                    self._answer_later,
                     header,
                     handler,
                     ctx,
-                    delayed,
                     len(frame),
                     local_ns,
                     start,
                     time.perf_counter_ns(),
+                    delayed.resolve,
+                    delayed.fail,
                 )
             )
             return delayed
@@ -171,32 +173,6 @@ class Dispatcher:
             return out
         raise TypeError(f"{type(handler).__name__} returned {type(reply).__name__}")
 
-    def _delayed_done(  # noqa: PLR0917
-        self,
-        header: RequestHeader,
-        handler: RequestHandler,
-        ctx: RequestContext,
-        out: DelayedReply[Segments | None],
-        size: int,
-        local_ns: int,
-        start: int,
-        waited_from: int,
-        response: Data | None,
-        error: BaseException | None,
-    ) -> None:
-        """A delayed reply's answer: encoded and recorded, into ``out``."""
-        if error is not None:
-            out.fail(error)
-            return
-        try:
-            segments = self._answer_later(
-                header, handler, ctx, response, size, local_ns, start, waited_from
-            )
-        except Exception as exc:
-            out.fail(exc)
-            return
-        out.resolve(segments)
-
     def _deferred_done(  # noqa: PLR0917
         self,
         header: RequestHeader,
@@ -217,35 +193,49 @@ class Dispatcher:
         error = reply.exception()  # retrieved even when nobody waits any more
         if out.done():
             return  # the connection gave the request up
-        if error is not None:
-            out.set_exception(error)
-            return
-        try:
-            segments = self._answer_later(
-                header, handler, ctx, reply.result(), size, local_ns, start, waited_from
-            )
-        except Exception as exc:
-            out.set_exception(exc)
-            return
-        out.set_result(segments)
+        self._answer_later(
+            header,
+            handler,
+            ctx,
+            size,
+            local_ns,
+            start,
+            waited_from,
+            out.set_result,
+            out.set_exception,
+            None if error is not None else reply.result(),
+            error,
+        )
 
     def _answer_later(  # noqa: PLR0917
         self,
         header: RequestHeader,
         handler: RequestHandler,
         ctx: RequestContext,
-        response: Data | None,
         size: int,
         local_ns: int,
         start: int,
         waited_from: int,
-    ) -> Segments | None:
-        """A later answer encoded, and its request recorded with the time it
-        waited (remote time, Kafka's purgatory) since ``waited_from``."""
+        resolve: Callable[[Segments | None], object],
+        fail: Callable[[BaseException], object],
+        response: Data | None,
+        error: BaseException | None,
+    ) -> None:
+        """A later answer (a ``DelayedReply``'s listener, or an awaitable's once
+        done): encoded and its request recorded with the time it waited (remote
+        time, Kafka's purgatory) since ``waited_from``, then handed to
+        ``resolve``; the reply's error, or an encoding's, to ``fail``."""
+        if error is not None:
+            fail(error)
+            return
         remote_ns = time.perf_counter_ns() - waited_from
-        segments = self._encode(header, handler, response, None)
+        try:
+            segments = self._encode(header, handler, response, None)
+        except Exception as exc:
+            fail(exc)
+            return
         self._record(handler, ctx, size=size, local_ns=local_ns, remote_ns=remote_ns, start=start)
-        return segments
+        resolve(segments)
 
     @staticmethod
     def _encode(

@@ -26,6 +26,7 @@ import socket
 import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from broker.errors import InvalidConfigError
 
@@ -186,18 +187,12 @@ async def start_listener(
     # 511, a flood of connects took whole iterations of hundreds of accepts, and a
     # client's request waited behind them (a good producer's p99 150 ms in pure
     # Python). So it gets ACCEPTS_PER_WAKEUP, and the listen backlog is set again
-    if ssl_context is None:
-        server = await loop.create_server(
-            protocol_factory, sock=sock, backlog=min(backlog, ACCEPTS_PER_WAKEUP)
-        )
-    else:
-        server = await loop.create_server(
-            protocol_factory,
-            sock=sock,
-            backlog=min(backlog, ACCEPTS_PER_WAKEUP),
-            ssl=ssl_context,
-            ssl_handshake_timeout=ssl_handshake_timeout,
-        )
+    tls: dict[str, Any] = {}
+    if ssl_context is not None:  # the loop refuses a handshake timeout without TLS
+        tls = {"ssl": ssl_context, "ssl_handshake_timeout": ssl_handshake_timeout}
+    server = await loop.create_server(
+        protocol_factory, sock=sock, backlog=min(backlog, ACCEPTS_PER_WAKEUP), **tls
+    )
     sock.listen(backlog)
     port: int = sock.getsockname()[1]
     return server, port
