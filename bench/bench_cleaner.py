@@ -53,7 +53,7 @@ from typing import Any
 from crc32c import crc32c
 
 from bench.bench_server import CLIENT_CPU, Server, create_topic, free_port
-from bench.common import Report, settle
+from bench.common import Report, note_rounds, progress, settle
 from broker.config import BrokerConfig, TopicConfig
 from broker.log import clean_loops, files
 from broker.log.checkpoints import cleaner_offset_checkpoint
@@ -106,7 +106,10 @@ def write_log(directory: Path, size: int, seed: int = 7) -> tuple[UnifiedLog, in
     now = int(time.time() * 1000)
     header = bytearray(61)
     offset = 0
-    for _ in range(batches):
+    tenth = max(1, batches // 10)
+    for n in range(batches):
+        if n and n % tenth == 0:
+            progress(f"writing the compacted partition: {n * 100 // batches}%")
         keys = [b"%08d" % rng.randrange(keys_count) for _ in range(RECORDS_PER_BATCH)]
         records = b"".join(h + k + tail for h, k in zip(heads, keys, strict=True))
         pack_header(
@@ -353,6 +356,8 @@ def bench_produce(report: Report, base: Path, source: Path) -> None:
     if not on:
         report.value("produce while cleaning: no round overlapped a cleaning", 0, "")
         return
+    note_rounds((r["rate"] for r in on), best="max")
+    note_rounds((r["rate"] for r in off), best="max")
     best_on = max(on, key=lambda r: r["rate"])
     best_off = max(off, key=lambda r: r["rate"])
     report.value("produce, cleaner off: records/s", best_off["rate"], "rec/s")

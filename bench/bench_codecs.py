@@ -45,7 +45,7 @@ import cramjam
 import lz4.frame
 import zstandard
 
-from bench.common import Report, best_of
+from bench.common import Report, best_of, note_rounds, rounds_of
 from broker.records import codecs
 from broker.records.batch import MAGIC_V2, CompressionType
 
@@ -95,11 +95,13 @@ def paired_best(
     load changes on a shared machine hit both sides alike."""
     first()
     second()
-    best_first = best_second = float("inf")
+    times: tuple[list[float], list[float]] = ([], [])
     for _ in range(rounds):
-        best_first = min(best_first, best_of(first, repeat=1))
-        best_second = min(best_second, best_of(second, repeat=1))
-    return best_first, best_second
+        times[0].extend(rounds_of(first, repeat=1))
+        times[1].extend(rounds_of(second, repeat=1))
+    note_rounds(times[0])
+    note_rounds(times[1])
+    return min(times[0]), min(times[1])
 
 
 def decompress_only(

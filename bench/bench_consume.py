@@ -57,6 +57,9 @@ from tests.integration.wire import (
     produce_request,
 )
 
+#: what this bench imports beyond the broker's dependencies (checked by bench/__main__.py)
+REQUIRES = ("confluent_kafka", "kafka")
+
 TOPIC = "bench-consume"
 #: librdkafka's defaults stop fetching for fetch.queue.backoff.ms (1 s) whenever
 #: queued.min.messages (100,000) wait in its queue: about 1 s idle per 100,000

@@ -41,6 +41,9 @@ from broker.records.builder import build_v2_batch
 from broker.records.legacy_builder import build_legacy
 from broker.records.record import SimpleRecord
 
+#: what this bench imports beyond the broker's dependencies (checked by bench/__main__.py)
+REQUIRES = ("pyspark", "pyarrow")
+
 TOTAL_BYTES = 1_150 * 2**20
 SEGMENT_BYTES = 64 * 2**20
 RECORDS_PER_BATCH = 400

@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from bench.common import Report, best_of
+from bench.common import Report, note_rounds, rounds_of
 from broker.protocol import (
     decode_request,
     encode_request,
@@ -31,6 +31,9 @@ from broker.protocol import (
     request_decoder,
 )
 from broker.protocol.messages import MetadataResponse, ProduceRequest, ProduceResponse
+
+#: what this bench imports beyond the broker's dependencies (checked by bench/__main__.py)
+REQUIRES = ("kafka", "kio")
 
 # -- inputs -----------------------------------------------------------------------------
 
@@ -259,13 +262,15 @@ def _compare(*fns: Callable[[], object], seconds: float = 0.2, rounds: int = 15)
     """
     numbers = []
     for fn in fns:
-        once = best_of(fn, repeat=3, number=1)
+        once = min(rounds_of(fn, repeat=3, number=1))
         numbers.append(max(1, int(seconds / max(once, 1e-7) / rounds)))
-    best = [float("inf")] * len(fns)
+    times: list[list[float]] = [[] for _ in fns]
     for _ in range(rounds):
         for i, fn in enumerate(fns):
-            best[i] = min(best[i], best_of(fn, repeat=1, number=numbers[i]))
-    return best
+            times[i].extend(rounds_of(fn, repeat=1, number=numbers[i]))
+    for each in times:
+        note_rounds(each)
+    return [min(each) for each in times]
 
 
 def bench_big_produce_decode(report: Report) -> None:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_server import CLIENT_CPU, broker, on_client_cpu, sink
-from bench.common import Report, settle
+from bench.common import Report, note_rounds, progress, settle
 
 ROUNDS = 3
 WINDOW = 64
@@ -75,9 +75,13 @@ def _loadgen(port: int, topic: str, request_bytes: int, acks: int) -> dict[str, 
 
 def _best(port: int, topic: str, request_bytes: int, acks: int) -> dict[str, Any]:
     rounds = []
-    for _ in range(ROUNDS):
+    for i in range(ROUNDS):
         settle()
         rounds.append(_loadgen(port, topic, request_bytes, acks))
+        progress(
+            f"{request_bytes} B acks={acks}: round {i + 1}/{ROUNDS}, {rounds[-1]['rate']:,.0f} req/s"
+        )
+    note_rounds((r["rate"] for r in rounds), best="max")
     return max(rounds, key=lambda r: r["rate"])
 
 

@@ -26,13 +26,16 @@ from typing import Any
 from crc32c import crc32c
 
 from bench.bench_codecs import record_payload, warm_allocator
-from bench.common import Report, best_of
+from bench.common import Report, best_of, note_rounds, rounds_of
 from broker.config import TopicConfig
 from broker.records import codecs, scan
 from broker.records.batch import RECORDS_OFFSET, read_header
 from broker.records.legacy_builder import build_legacy
 from broker.records.record import SimpleRecord
 from broker.validator import NullRecorder, validate_records
+
+#: what this bench imports beyond the broker's dependencies (checked by bench/__main__.py)
+REQUIRES = ("aiokafka", "kafka")
 
 N = 10_000
 NOW = 1_700_000_000_000
@@ -68,11 +71,13 @@ def _paired(*fns: Callable[[], Any], repeat: int) -> list[float]:
     """Seconds per call of each function, the minimum over ``repeat`` rounds in
     which the functions run one after the other: on a shared machine a load
     burst then slows every contender of the round, not only one of them."""
-    best = [float("inf")] * len(fns)
+    times: list[list[float]] = [[] for _ in fns]
     for _ in range(repeat):
         for i, fn in enumerate(fns):
-            best[i] = min(best[i], best_of(fn, repeat=1))
-    return best
+            times[i].extend(rounds_of(fn, repeat=1))
+    for rounds in times:
+        note_rounds(rounds)
+    return [min(rounds) for rounds in times]
 
 
 def _goal(

@@ -100,12 +100,11 @@ class ConfluentLoad(threading.Thread):
     def run(self) -> None:
         start = time.monotonic()
         deadline = start + self.max_seconds
-        while (
-            not self.stop_event.is_set()
-            and self.sent < self.max_records
-            and time.monotonic() < deadline
-        ):
-            ahead = self.sent / self.rate - (time.monotonic() - start)
+        while True:
+            now = time.monotonic()  # one clock read for every decision of this step
+            if self.stop_event.is_set() or self.sent >= self.max_records or now >= deadline:
+                break
+            ahead = self.sent / self.rate - (now - start)
             if ahead > 0:  # paced, so the load is still running when a test strikes
                 self.producer.poll(min(ahead, 0.05))
                 continue
@@ -196,15 +195,17 @@ class RawLoad(threading.Thread):
         produced = 0
         n = 0
         while True:
+            # one clock read for every decision of this step: with two, the pacing check
+            # and the sleep length could disagree and the sleep be negative
+            now = time.monotonic()
             can_send = (
-                not self.stop_event.is_set()
-                and produced < self.max_records
-                and time.monotonic() < deadline
+                not self.stop_event.is_set() and produced < self.max_records and now < deadline
             )
-            paced = produced / self.rate <= time.monotonic() - start
+            ahead = produced / self.rate - (now - start)
+            paced = ahead <= 0
             if can_send and len(in_flight) < self.window and (paced or not in_flight):
                 if not paced:
-                    time.sleep(min(produced / self.rate - (time.monotonic() - start), 0.05))
+                    time.sleep(min(ahead, 0.05))
                     continue
                 partition = n % self.partitions
                 n += 1
