@@ -350,7 +350,7 @@ class BrokerApp:
                 for spec in self.listeners
                 for ep in (broker.advertised_listeners[spec.name],)
             ),
-            f"port {self.metrics_port}" if metrics_listener else "off",
+            metrics_url(metrics_listener, self.metrics_port) if metrics_listener else "off",
             scan.IMPLEMENTATION,
             event_loop_name(),
             len(self.log_manager.all_logs()),
@@ -558,6 +558,11 @@ class BrokerApp:
 
 def _log_reload_error(listener: str, message: str) -> None:
     log.error("listener %s keeps its TLS context: %s", listener, message)
+
+
+def metrics_url(listener: str, port: int) -> str:
+    """Where /metrics is served (``metrics.listener`` host, the port it bound)."""
+    return f"http://{listener.rpartition(':')[0] or '0.0.0.0'}:{port}/metrics"
 
 
 def handshake_timeout_s(cfg: BrokerConfig) -> float:

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 import warnings
@@ -324,3 +325,83 @@ def test_serve_produce_scrape_and_stop_cleanly(
     logs = podman("logs", container_name, check=False)
     assert waited.stdout.strip() == "0", logs.stdout + logs.stderr
     assert (data / ".kafka_cleanshutdown").exists(), sorted(p.name for p in data.iterdir())
+
+
+PROMETHEUS_TAG = "localhost/broker-prometheus:bookworm"
+
+
+@pytest.fixture(scope="module")
+def prometheus_image() -> str:
+    """Prometheus from Debian's package (deploy/container/build-prometheus-image.sh):
+    compose's route on a host with no image registry."""
+    for tool in ("podman", "mmdebstrap"):
+        require(tool)
+    proc = subprocess.run(
+        ["bash", str(CONTAINER_DIR / "build-prometheus-image.sh")],
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_S,
+        env={**podman_env(), "PROMETHEUS_TAG": PROMETHEUS_TAG},
+        check=False,
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"build-prometheus-image.sh exited {proc.returncode}:\n{proc.stderr[-4000:]}")
+    return PROMETHEUS_TAG
+
+
+def prometheus_query(port: int, query: str) -> list[dict[str, object]]:
+    status, body = http_get(port, "/api/v1/query?query=" + urllib.parse.quote(query))
+    assert status == 200, body
+    result: list[dict[str, object]] = json.loads(body)["data"]["result"]
+    return result
+
+
+def test_prometheus_image_from_debian_scrapes_the_broker_with_the_rules(
+    image: str, prometheus_image: str, container_name: str, tmp_path: Path
+) -> None:
+    kafka_port, metrics_port, prometheus_port = free_port(), free_port(), free_port()
+    listener = f"PLAINTEXT://127.0.0.1:{kafka_port}"
+    podman(
+        "run", "--detach", "--name", container_name, "--network", "host",
+        "--health-interval", "disable",
+        "--env", f"BROKER_LISTENERS={listener}", "--env", f"BROKER_ADVERTISED_LISTENERS={listener}",
+        "--env", f"BROKER_METRICS_LISTENER=127.0.0.1:{metrics_port}", image,
+    )  # fmt: skip
+    wait_ready(container_name, metrics_port)
+    # compose's own configuration, the target moved to the host network's port
+    config = tmp_path / "prometheus"
+    config.mkdir()
+    shipped = (REPO / "deploy" / "prometheus" / "prometheus.yml").read_text()
+    assert '"broker:9404"' in shipped
+    (config / "prometheus.yml").write_text(
+        shipped.replace('"broker:9404"', f'"127.0.0.1:{metrics_port}"').replace(
+            "scrape_interval: 15s", "scrape_interval: 1s"
+        )
+    )
+    shutil.copy(REPO / "deploy" / "prometheus" / "rules.yml", config / "rules.yml")
+    config.chmod(0o755)
+    prometheus = unique_name()
+    try:
+        podman(
+            "run", "--detach", "--name", prometheus, "--network", "host",
+            "--volume", f"{config}:/etc/prometheus:ro", prometheus_image,
+            "--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus",
+            f"--web.listen-address=127.0.0.1:{prometheus_port}",
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        up: list[dict[str, object]] = []
+        while time.monotonic() < deadline:
+            try:
+                up = prometheus_query(prometheus_port, 'up{job="broker"}')
+            except OSError:
+                up = []  # not listening yet
+            if up and up[0]["value"][1] == "1":  # type: ignore[index]
+                break
+            time.sleep(0.5)
+        logs = podman("logs", prometheus, check=False)
+        assert up and up[0]["value"][1] == "1", (up, logs.stderr[-2000:])  # type: ignore[index]
+        status, body = http_get(prometheus_port, "/api/v1/rules")
+        groups = json.loads(body)["data"]["groups"]
+        assert status == 200 and groups and all(g["rules"] for g in groups), body[:500]
+    finally:
+        podman("rm", "--force", "--time", "0", prometheus, check=False)
