@@ -141,4 +141,5 @@ class CachedBuildExt(build_ext):
         _say("compiled; kept in " + str(cache) if cache else "compiled (cache off)")
 
 
-setup(ext_modules=_extensions(), cmdclass={"build_ext": CachedBuildExt})
+if __name__ == "__main__":  # pip's build backend runs this file as __main__; tests import it
+    setup(ext_modules=_extensions(), cmdclass={"build_ext": CachedBuildExt})
