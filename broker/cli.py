@@ -38,6 +38,26 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "List, describe, delete consumer groups and reset their offsets (kafka-consumer-groups).",
     ),
     (
+        "topics",
+        "broker.admin.topics",
+        "Create, list, describe, alter or delete topics of a running broker (kafka-topics.sh).",
+    ),
+    (
+        "configs",
+        "broker.admin.configs",
+        "Describe or alter topic configs of a running broker, as kafka-configs.sh does.",
+    ),
+    (
+        "offsets",
+        "broker.admin.offsets",
+        "Print partition offsets for a time, as kafka-get-offsets.sh does.",
+    ),
+    (
+        "log-dirs",
+        "broker.admin.log_dirs",
+        "Describe the log dirs of a running broker and their partitions (kafka-log-dirs.sh).",
+    ),
+    (
         "pipeline",
         "broker.spark.cli",
         "Audit, export or convert log dirs with Spark (needs the 'spark' extra).",

@@ -14,6 +14,17 @@ arrive within the timeout, or a closed connection, raises
 :class:`BrokerRefused` (``check``). On a secured listener ``security`` (a
 ``--command-config`` read by ``client_security.py``) does the TLS handshake
 before ApiVersions and the SASL exchange after it, as Kafka's clients do.
+
+A listener the client is not set up for shows itself in how it treats a
+Kafka request, and the error says so (``secured_listener_hint``)::
+
+    TLS listener        closes at once (or answers with a TLS alert record,
+                        15 03 0x ..., instead of a size) -> may need TLS or SASL
+    SASL listener       answers ApiVersions, then closes on the next request
+                        (Kafka's SaslServerAuthenticator), or answers it with
+                        ILLEGAL_SASL_STATE                  -> may need SASL
+
+either way the message names ``--command-config FILE`` and its keys.
 """
 
 from __future__ import annotations
@@ -34,10 +45,24 @@ _SIZE = struct.Struct(">i")
 #: the largest response the client reads (DescribeAcls of many ACLs is a few MB)
 MAX_RESPONSE_BYTES = 100 * 1024 * 1024
 CLIENT_ID = "broker-admin"
+#: a TLS record of type alert (21) and major version 3: a TLS server refusing our bytes
+_TLS_ALERT = b"\x15\x03"
+_TLS_HINT = (
+    "pass --command-config FILE with security.protocol=SSL, SASL_SSL or SASL_PLAINTEXT"
+    " (and ssl.truststore.location, sasl.mechanism, sasl.jaas.config as the listener needs)"
+)
+_SASL_HINT = (
+    "pass --command-config FILE with security.protocol=SASL_PLAINTEXT or SASL_SSL,"
+    " sasl.mechanism and sasl.jaas.config"
+)
 
 
 class AdminClientError(Exception):
     """The broker could not be reached or answered something unreadable."""
+
+
+class ConnectionClosed(OSError):
+    """The broker closed the connection in the middle of a response (or before it)."""
 
 
 class BrokerRefused(Exception):
@@ -56,8 +81,18 @@ def check(code: int, what: str, message: str | None = None) -> None:
     """BrokerRefused("<what>: <ERROR_NAME>[: message]") unless ``code`` is NONE."""
     if code != ErrorCode.NONE:
         raise BrokerRefused(
-            f"{what}: {error_name(code)}" + (f": {message}" if message else ""), code
+            f"{what}: {error_name(code)}"
+            + (f": {message}" if message else "")
+            + secured_listener_hint(code),
+            code,
         )
+
+
+def secured_listener_hint(code: int) -> str:
+    """What to add to a refusal that means the listener wants SASL first."""
+    if code == ErrorCode.ILLEGAL_SASL_STATE:
+        return f" (the listener may need SASL: {_SASL_HINT})"
+    return ""
 
 
 def parse_bootstrap(text: str) -> list[tuple[str, int]]:
@@ -73,10 +108,18 @@ def parse_bootstrap(text: str) -> list[tuple[str, int]]:
 
 
 class AdminConnection:
-    def __init__(self, sock: socket.socket, address: tuple[str, int] = ("", -1)) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        address: tuple[str, int] = ("", -1),
+        security: ClientSecurity = PLAINTEXT,
+    ) -> None:
         self._sock = sock
         #: the (host, port) it connected to
         self.address = address
+        self._security = security
+        #: responses read so far (1: ApiVersions only)
+        self._answered = 0
         self._correlation = itertools.count(1)
         self.versions: dict[int, tuple[int, int]] = {}
 
@@ -93,7 +136,7 @@ class AdminConnection:
             except OSError as exc:
                 errors.append(f"{host}:{port}: {exc}")
                 continue
-            conn = cls(sock, (host, port))
+            conn = cls(sock, (host, port), security)
             try:
                 conn._negotiate()
                 security.authenticate(conn.call, conn.versions)
@@ -135,14 +178,24 @@ class AdminConnection:
         api_key = codec_for(request).spec.api_key
         correlation = next(self._correlation)
         frame = encode_request(version, correlation, CLIENT_ID, request).to_bytes()
+        name = API_KEYS[api_key].name
         try:
             self._sock.sendall(frame)
-            (size,) = _SIZE.unpack(self._read(4))
+            head = self._read(4)
+            if head.startswith(_TLS_ALERT) and self._security.tls is None:
+                raise AdminClientError(
+                    f"the broker at {self._where()} answered {name} with a TLS alert: the"
+                    f" listener needs TLS; {_TLS_HINT}"
+                )
+            (size,) = _SIZE.unpack(head)
             if not 0 < size <= MAX_RESPONSE_BYTES:
                 raise AdminClientError(f"response of {size} bytes")
             body = self._read(size)
+        except (ConnectionClosed, ConnectionResetError, BrokenPipeError) as exc:
+            raise AdminClientError(self._closed(name, exc)) from None
         except OSError as exc:
-            raise AdminClientError(f"{API_KEYS[api_key].name} failed: {exc}") from exc
+            raise AdminClientError(f"{name} failed: {exc}") from exc
+        self._answered += 1
         try:
             got, response = decode_response(api_key, version, body)
         except DecodeError as exc:
@@ -156,10 +209,30 @@ class AdminConnection:
         while n:
             chunk = self._sock.recv(min(n, 1 << 20))
             if not chunk:
-                raise AdminClientError("the broker closed the connection")
+                raise ConnectionClosed("the broker closed the connection")
             chunks.append(chunk)
             n -= len(chunk)
         return b"".join(chunks)
+
+    def _where(self) -> str:
+        return f"{self.address[0]}:{self.address[1]}"
+
+    def _closed(self, name: str, exc: OSError) -> str:
+        """The message for a connection the broker closed (or reset) instead of answering."""
+        how = "closed the connection" if isinstance(exc, ConnectionClosed) else str(exc)
+        if self._answered == 0 and self._security.tls is None:
+            # a TLS listener reads our request as a bad handshake and hangs up
+            return (
+                f"the broker at {self._where()} {how} without answering {name}: the listener"
+                f" may need TLS or SASL; {_TLS_HINT}"
+            )
+        if self._answered == 1 and not self._security.sasl:
+            # SaslServerAuthenticator: ApiVersions is served, anything else closes
+            return (
+                f"the broker at {self._where()} answered ApiVersions, then {how} on {name}: the"
+                f" listener may need SASL; {_SASL_HINT}"
+            )
+        return f"{name} failed: the broker {how}"
 
     def close(self) -> None:
         self._sock.close()

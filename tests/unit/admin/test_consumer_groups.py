@@ -12,7 +12,6 @@ import argparse
 import io
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,29 +21,10 @@ from broker.admin.groups import GroupAdmin
 from broker.errors import ErrorCode
 from broker.records.builder import build_v2_batch
 from broker.records.record import SimpleRecord
+from tests.unit.admin.loopback import LoopbackConnection
 from tests.unit.handlers.conftest import InProcessBroker
 from tests.unit.handlers.group_requests import offset_commit_request
 from tests.unit.handlers.test_produce_fetch import produce
-
-
-class LoopbackConnection(AdminConnection):
-    """An AdminConnection whose requests go through ``broker``'s dispatcher."""
-
-    def __init__(self, broker: InProcessBroker, address: tuple[str, int]) -> None:
-        self.broker = broker
-        self.address = address
-        registry = broker.context.registry
-        assert registry is not None
-        self.versions = {k: (lo, hi) for k, lo, hi in registry.versions()}
-        self.calls: list[tuple[str, int]] = []
-        self.closed = False
-
-    def call(self, request: Any, version: int) -> Any:
-        self.calls.append((type(request).__name__, version))
-        return self.broker.call(request, version)
-
-    def close(self) -> None:
-        self.closed = True
 
 
 @pytest.fixture
