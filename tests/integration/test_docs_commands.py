@@ -261,6 +261,7 @@ def run_block(
 def test_docs_commands_run_as_written(brokers: dict[str, DocBroker], tmp_path: Path) -> None:
     assert make_run_matches_makefile(), "MAKE_RUN no longer matches the Makefile's run target"
     ran, elsewhere, not_run, failures = 0, 0, 0, []
+    topics_failed = False
     began = time.monotonic()
     for block in all_blocks():
         if block.directive("not_run"):
@@ -288,8 +289,12 @@ def test_docs_commands_run_as_written(brokers: dict[str, DocBroker], tmp_path: P
         failure = run_block(block, broker, tmp_path)
         if failure is not None:
             note = ""
-            if block.directive("needs_topics") and "topics" not in {c[0] for c in COMMANDS}:
-                note = " (needs `broker topics`, not a command on this branch)"
+            if block.directive("needs_topics"):
+                topics_failed = True
+                if "topics" not in {c[0] for c in COMMANDS}:
+                    note = " (needs `broker topics`, not a command on this branch)"
+            elif topics_failed:
+                note = " (after a `broker topics` block failed: its topics may be missing)"
             failures.append(f"{block.where}{note}: {failure}\n--- the block:\n{block.text}")
     summary = (
         f"{ran} blocks run in {time.monotonic() - began:.1f} s, {elsewhere} run by other "
