@@ -15,7 +15,6 @@ say how the test treats it::
     <!-- docs-test: broker stopped -->            run once the default broker stopped cleanly
     <!-- docs-test: starts broker=NAME -->        the command that starts broker NAME
     <!-- docs-test: file=NAME -->                 file content, written to NAME first
-    <!-- docs-test: needs broker topics -->       run; a failure notes `broker topics`
 
 A shell block with no marker is run against the default broker. A file
 content block needs ``file=`` or ``not run:``. Other fences (python) are
@@ -44,7 +43,6 @@ _DIRECTIVES = (
     ("stopped", re.compile(r"^broker stopped$")),
     ("starts", re.compile(rf"^starts broker=(?P<name>{_NAME})$")),
     ("file", re.compile(r"^file=(?P<name>[\w./-]+)$")),
-    ("needs_topics", re.compile(r"^needs broker topics$")),
 )
 
 
