@@ -122,7 +122,10 @@ class CachedBuildExt(build_ext):
         for (ext, _, _), made in zip(todo, generated, strict=True):
             ext.sources = made.sources  # the generated .c
         everything = self.extensions
-        self.extensions = [ext for ext, _, _ in todo]
+        # the largest first: with one job a core the last to start is a small one
+        self.extensions = sorted(
+            (ext for ext, _, _ in todo), key=lambda e: -os.path.getsize(e.sources[0])
+        )
         try:
             super().build_extensions()
         finally:
