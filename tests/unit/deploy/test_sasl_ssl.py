@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from broker.app import listener_security
+from broker.startup import listener_security
 from broker.app_env import overrides_from_env
 from broker.config import BrokerConfig, broker_key, parse_properties
 from broker.metrics import BrokerMetrics
