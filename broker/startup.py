@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import logging
 import os
 import platform
 import socket
@@ -62,6 +63,8 @@ from broker.server.listener import ListenerSpec, parse_advertised, parse_listene
 from broker.server.listener_security import ListenerSecurity
 from broker.server.sasl_gate import SaslListener
 from broker.server.tls_handshakes import HandshakeWatch
+
+log = logging.getLogger("broker")
 
 OAUTH_VALIDATOR_CLASS = (
     "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
@@ -250,7 +253,9 @@ def listener_security(
     if not spec.tls:
         return ListenerSecurity(spec, metrics, sasl=sasl)
     watch = HandshakeWatch(spec.name, metrics, handshake_s, clock)
-    tls = ReloadingContext(TlsSettings.from_config(cfg, spec.name), watch.sslobject_class())
+    tls = ReloadingContext(
+        TlsSettings.from_config(cfg, spec.name, spec.protocol), watch.sslobject_class()
+    )
     mapper = PrincipalMapper(listener_value(cfg, spec.name, "ssl.principal.mapping.rules"))
     return ListenerSecurity(spec, metrics, tls=tls, watch=watch, mapper=mapper, sasl=sasl)
 
@@ -299,14 +304,31 @@ def sasl_listener(
     reauth: dict[str, int] = {}
     for mechanism in mechanisms:
         reauth[mechanism] = int(mechanism_value(cfg, name, mechanism, "connections.max.reauth.ms"))
+        ignored = ignored_settings(cfg, name, mechanism)
+        if ignored:
+            log.warning(
+                "listener %s, %s: %s not read (Kafka reads a broker's JAAS line and callback"
+                " handler only as listener.name.%s.%s.<key>)",
+                name,
+                mechanism,
+                ", ".join(ignored),
+                name.lower(),
+                mechanism.lower(),
+            )
         if mechanism == "PLAIN":
             jaas_key, jaas = mechanism_setting(cfg, name, mechanism, "sasl.jaas.config")
             if not jaas:
+                unread = [k for k in ignored if k.endswith("sasl.jaas.config")]
                 raise InvalidConfigError(
-                    f"listener {name} enables PLAIN but names no users: set"
-                    f" listener.name.{name.lower()}.plain.sasl.jaas.config to"
+                    f"listener {name} enables PLAIN but names no users: set {jaas_key} to"
                     " org.apache.kafka.common.security.plain.PlainLoginModule required"
                     ' user_<name>="<password>" ...;'
+                    + (
+                        f" ({' and '.join(unread)} is not read by a broker: Kafka takes a"
+                        " listener's JAAS line only with the listener and mechanism prefix)"
+                        if unread
+                        else ""
+                    )
                 )
             users = plain_users(parse_jaas(jaas, jaas_key), jaas_key)
             if not users:
@@ -353,19 +375,44 @@ def sasl_listener(
     )
 
 
+#: keys Kafka's broker reads only as ``listener.name.<l>.<mechanism>.<key>``, never from
+#: the listener's or the broker-wide key: ``JaasContext.loadServerContext`` takes
+#: ``<mechanism>.sasl.jaas.config`` from the listener's configs ("Server config
+#: sasl.jaas.config should be prefixed with SASL mechanism name, ignoring config") and
+#: ``SaslChannelBuilder.createServerCallbackHandlers`` ``<mechanism>.sasl.server.callback
+#: .handler.class``; ``ChannelBuilders.channelBuilderConfigs`` drops an unprefixed
+#: ``<mechanism>.<key>``. ``connections.max.reauth.ms`` falls back
+#: (``createConnectionsMaxReauthMsMap``: the mechanism's, else the listener's or broker's)
+MECHANISM_ONLY = frozenset({"sasl.jaas.config", "sasl.server.callback.handler.class"})
+
+
 def mechanism_setting(
     cfg: BrokerConfig, listener: str, mechanism: str, key: str
 ) -> tuple[str, str | None]:
-    """(key name, value) of listener.name.<l>.<mechanism>.<key>, then
-    listener.name.<l>.<key>, then <key>."""
-    for name in (
-        f"listener.name.{listener.lower()}.{mechanism.lower()}.{key}",
-        f"listener.name.{listener.lower()}.{key}",
-        key,
-    ):
+    """(key name, value) of listener.name.<l>.<mechanism>.<key>, then (except for
+    :data:`MECHANISM_ONLY` keys) listener.name.<l>.<key>, then <key>."""
+    names = _mechanism_forms(listener, mechanism, key)
+    if key in MECHANISM_ONLY:
+        return names[0], cfg.get(names[0]) if cfg.is_set(names[0]) else None
+    for name in names:
         if cfg.is_set(name):
             return name, cfg.get(name)
     return key, cfg.get(key)
+
+
+def _mechanism_forms(listener: str, mechanism: str, key: str) -> tuple[str, str, str]:
+    prefix = f"listener.name.{listener.lower()}."
+    return f"{prefix}{mechanism.lower()}.{key}", f"{prefix}{key}", key
+
+
+def ignored_settings(cfg: BrokerConfig, listener: str, mechanism: str) -> list[str]:
+    """The :data:`MECHANISM_ONLY` keys set for ``listener`` in a form Kafka ignores."""
+    out = []
+    for key in sorted(MECHANISM_ONLY):
+        full, *others = _mechanism_forms(listener, mechanism, key)
+        if not cfg.is_set(full):
+            out += [name for name in others if cfg.is_set(name)]
+    return out
 
 
 def mechanism_value(cfg: BrokerConfig, listener: str, mechanism: str, key: str) -> Any:
