@@ -34,27 +34,23 @@ import functools
 import gc
 import logging
 import os
-import platform
 import resource
 import signal
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from broker import __version__
-from broker.config import BrokerConfig, parse_host_counts, parse_overrides, parse_properties
-from broker.coordinator.group.config import GroupConfig
+from broker.config import BrokerConfig, parse_overrides, parse_properties
 from broker.coordinator.group.coordinator import GroupCoordinator
-from broker.errors import InvalidConfigError
+from broker.errors import InvalidConfigError, KafkaStorageError
 from broker.handlers.context import BrokerContext, Endpoint
 from broker.handlers.registry import HandlerRegistry
-from broker.log.errors import LogDirLockedError, ThreadShutdownError
+from broker.log.errors import ThreadShutdownError
 from broker.log.manager import LogManager
-from broker.log.syncfs import TRUSTED_FILE_SYSTEMS, file_system_type, trusted_file_system
-from broker.log.syncfs import reports_errors as syncfs_reports_errors
 from broker.metrics import (
     BrokerMetrics,
     ConnectionSample,
@@ -62,31 +58,13 @@ from broker.metrics import (
     LogSample,
     NullMetrics,
 )
-from broker.partition.cluster_layout import ClusterLayout
 from broker.partition.partition import OffloadResult
 from broker.partition.producer_ids import ProducerIdManager
 from broker.partition.replica_manager import ReplicaManager
 from broker.records import scan
 from broker.security.acl_control import AclControl, open_acl_control
 from broker.security.acl_store import AclStoreError
-from broker.security.jaas import parse_jaas, plain_users
-from broker.security.oauth import JwtValidator
-from broker.security.principal_mapping import PrincipalMapper
-from broker.security.sasl_mechanisms import (
-    OAuthBearerExchange,
-    PlainExchange,
-    SaslExchange,
-    ScramExchange,
-)
-from broker.security.scram_control import ScramControl
-from broker.security.scram_store import ScramStore, ScramStoreError
-from broker.security.tls import (
-    ReloadingContext,
-    TlsSettings,
-    listener_key_name,
-    listener_value,
-)
-from broker.security_config import SASL_MECHANISMS, parse_protocol_map
+from broker.security.scram_store import ScramStoreError
 from broker.server import quotas as connection_quotas
 from broker.server.budget import ReceiveBudget
 from broker.server.connection import Connection, ConnectionLimits
@@ -94,13 +72,7 @@ from broker.server.dispatch import Dispatcher
 from broker.server.file_region import write_file_region
 from broker.server.group_commit import GroupCommit
 from broker.server.http import OpsEndpoint
-from broker.server.listener import (
-    ListenerSpec,
-    advertised_host,
-    parse_advertised,
-    parse_listeners,
-    start_listener,
-)
+from broker.server.listener import ListenerSpec, advertised_host, start_listener
 from broker.server.listener_security import ListenerSecurity
 from broker.server.registry import (
     EXPIRY_REASONS,
@@ -109,29 +81,22 @@ from broker.server.registry import (
     ListenerRecorder,
     TimeLimits,
 )
-from broker.server.sasl_gate import SaslListener
-from broker.server.tls_handshakes import HandshakeWatch
+from broker.startup import (
+    StartupError,
+    StartupPlan,
+    bind_failure,
+    check_configuration,
+    event_loop_name,
+    log_dir_failure,
+)
 
 log = logging.getLogger("broker")
 
 T = TypeVar("T")
 
-OAUTH_VALIDATOR_CLASS = (
-    "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
-)
-
-#: queued.max.request.bytes when set to -1 or 0 (Kafka: no bound)
-DEFAULT_QUEUED_MAX_REQUEST_BYTES = 512 * 1024 * 1024
 PRODUCER_EXPIRATION_CHECK_MS = 600_000
 FLUSH_TICK_S = 1.0
 DELETE_TICK_S = 5.0
-
-
-def event_loop_name() -> str:
-    name = os.environ.get("BROKER_EVENT_LOOP", "uvloop").strip().lower() or "uvloop"
-    if name not in ("uvloop", "asyncio"):
-        raise InvalidConfigError(f"BROKER_EVENT_LOOP must be uvloop or asyncio, not {name!r}")
-    return name
 
 
 def wall_ms() -> int:
@@ -155,34 +120,38 @@ def _lower_thread_priority() -> None:
 class BrokerApp:
     """The running broker; :meth:`start` then :meth:`serve_forever`."""
 
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        plan: StartupPlan | None = None,
+        metrics: BrokerMetrics | None = None,
+    ) -> None:
+        """``plan``: what :func:`broker.startup.check_configuration` made of ``config``
+        with ``metrics`` (checked here when not given)."""
         self.config = config
-        protocol_map = parse_protocol_map(
-            "listener.security.protocol.map", config.get("listener.security.protocol.map")
-        )
-        self.listeners = parse_listeners(config.get("listeners"), protocol_map=protocol_map)
-        self.advertised_specs = parse_advertised(
-            config.get("advertised.listeners"), self.listeners, protocol_map
-        )
-        self.metrics = BrokerMetrics(
-            records_implementation=scan.IMPLEMENTATION,
-            event_loop=event_loop_name(),
-            version=__version__,
-        )
+        self.metrics = metrics if metrics is not None else new_metrics()
+        self.plan = plan if plan is not None else check_configuration(config, self.metrics)
+        self.listeners = self.plan.listeners
+        self.advertised_specs = self.plan.advertised
         #: what the request path records into (no-ops with metrics.enabled=false)
         self.meters: BrokerMetrics | NullMetrics = (
             self.metrics if config.get("metrics.enabled") else NullMetrics(self.metrics)
         )
         # recovery's counts go to the real registry even with metrics.enabled=false:
         # they are recorded once at start-up, never on the request path
-        self.log_manager = LogManager(
-            config.log_dirs,
-            config,
-            flush_recorder=self.meters.flush_recorder,
-            recovery_recorder=self.metrics.recovery_recorder,
-        )
+        try:
+            # reads the log cleaner's checkpoints
+            self.log_manager = LogManager(
+                config.log_dirs,
+                config,
+                flush_recorder=self.meters.flush_recorder,
+                recovery_recorder=self.metrics.recovery_recorder,
+            )
+        except OSError as exc:
+            raise log_dir_failure(exc, self.plan.log_dirs) from None
+        self._logs_loaded = False
         self.ops = OpsEndpoint(self.metrics.render)
-        self.group_commit = GroupCommit(sync_method(config, self.log_manager.log_dirs))
+        self.group_commit = GroupCommit(self.plan.sync_method)
         self.registry: ConnectionRegistry | None = None
         #: the bound port of each listener, by name; bound_port is the first listener's
         self.bound_ports: dict[str, int] = {}
@@ -190,7 +159,7 @@ class BrokerApp:
         self.metrics_port = 0
         self._servers: list[asyncio.AbstractServer] = []
         #: each listener's security (TLS context, principal mapping, SASL), by name
-        self.security: dict[str, ListenerSecurity] = {}
+        self.security: dict[str, ListenerSecurity] = self.plan.security
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
         self._offload_pool: concurrent.futures.ThreadPoolExecutor | None = None
@@ -205,10 +174,13 @@ class BrokerApp:
         cfg = self.config
         loop = asyncio.get_running_loop()
         self._loop = loop
-        # cross-key checks first, before the log dirs are locked and loaded
-        budget = ReceiveBudget(receive_budget_bytes(cfg))
-        per_ip_overrides = connection_overrides(cfg)
-        await loop.run_in_executor(None, self.log_manager.startup)
+        plan = self.plan
+        budget = ReceiveBudget(plan.receive_budget)
+        try:
+            await loop.run_in_executor(None, self.log_manager.startup)
+        except OSError as exc:
+            raise log_dir_failure(exc, plan.log_dirs) from None
+        self._logs_loaded = True
         self.metrics.log_provider = self._log_samples
         cleaner = self.log_manager.cleaner
         if cleaner is not None:
@@ -231,7 +203,7 @@ class BrokerApp:
             time_ms=wall_ms,
             offload=offload,
             inline_budget=int(cfg.get("produce.inline.max.cost")),
-            layout=ClusterLayout.parse(cfg.get("cluster.nodes"), cfg.node_id),
+            layout=plan.layout,
         )
         floor = max(
             (
@@ -248,17 +220,14 @@ class BrokerApp:
             authorizer = acl_control.authorizer
             self.metrics.acls.set_function(lambda: authorizer.acl_count)
 
-        metrics_listener = str(cfg.get("metrics.listener") or "")
-        if metrics_listener:
-            mhost, _, mport = metrics_listener.rpartition(":")
+        if plan.metrics_address is not None:
+            mhost, mport = plan.metrics_address
             try:
-                mport_num = int(mport)
-            except ValueError:
-                raise InvalidConfigError(
-                    f"Invalid value {metrics_listener} for configuration metrics.listener: "
-                    "expected host:port"
+                self.metrics_port = await self.ops.start(mhost, mport)
+            except OSError as exc:
+                raise bind_failure(
+                    "metrics.listener", mhost, mport, exc, "metrics.listener"
                 ) from None
-            self.metrics_port = await self.ops.start(mhost or "0.0.0.0", mport_num)
 
         limits = ConnectionLimits(
             max_frame_bytes=int(cfg.get("socket.request.max.bytes")),
@@ -266,7 +235,7 @@ class BrokerApp:
         )
         registry = self.registry = await connection_registry(
             cfg,
-            per_ip_overrides,
+            plan.per_ip_overrides,
             self.meters.connection_meters(connection_quotas.REASONS, EXPIRY_REASONS),
             self.metrics,
         )
@@ -277,12 +246,14 @@ class BrokerApp:
         layout = replica_manager.layout
         if layout is None or layout.coordinator.node_id == cfg.node_id:
             self.groups = GroupCoordinator(
-                GroupConfig.from_broker(cfg), replica_manager, self.group_commit, wall_ms
+                plan.group_config, replica_manager, self.group_commit, wall_ms
             )
             self.groups.startup()
             self.metrics.group_provider = self._group_sample
-        # SCRAM credentials (KIP-554), kept in the first log dir like the ACLs
-        scram_control = ScramControl(ScramStore(self.log_manager.log_dirs[0]).load())
+        # SCRAM credentials (KIP-554), kept in the first log dir like the ACLs; the SASL
+        # listeners built by the check look users up in this object
+        scram_control = plan.scram_control
+        scram_control.store.load()
 
         # the advertised address needs the bound port when listeners asks for port 0
         broker = BrokerContext(
@@ -301,21 +272,24 @@ class BrokerApp:
         )
         dispatcher = Dispatcher(HandlerRegistry(broker), self.meters)
 
-        handshake_s = handshake_timeout_s(cfg)
+        handshake_s = plan.handshake_s
         for spec in self.listeners:
-            security = self.security[spec.name] = listener_security(
-                cfg, spec, self.metrics, handshake_s, loop.time, scram_control=scram_control
-            )
+            security = self.security[spec.name]
             if security.watch is not None:
                 registry.extra_sweeps.append(security.watch.sweep)
-            server, port = await start_listener(
-                spec,
-                self._connection_factory(spec, dispatcher, limits, budget, registry),
-                send_buffer=int(cfg.get("socket.send.buffer.bytes")),
-                receive_buffer=int(cfg.get("socket.receive.buffer.bytes")),
-                ssl_context=None if security.tls is None else security.tls.listening,
-                ssl_handshake_timeout=handshake_s if security.tls is not None else None,
-            )
+            try:
+                server, port = await start_listener(
+                    spec,
+                    self._connection_factory(spec, dispatcher, limits, budget, registry),
+                    send_buffer=int(cfg.get("socket.send.buffer.bytes")),
+                    receive_buffer=int(cfg.get("socket.receive.buffer.bytes")),
+                    ssl_context=None if security.tls is None else security.tls.listening,
+                    ssl_handshake_timeout=handshake_s if security.tls is not None else None,
+                )
+            except OSError as exc:
+                raise bind_failure(
+                    f"listener {spec.name}", spec.host, spec.port, exc, "listeners"
+                ) from None
             self._servers.append(server)
             self.bound_ports[spec.name] = port
         self.bound_port = self.bound_ports[self.listeners[0].name]
@@ -350,7 +324,11 @@ class BrokerApp:
                 for spec in self.listeners
                 for ep in (broker.advertised_listeners[spec.name],)
             ),
-            metrics_url(metrics_listener, self.metrics_port) if metrics_listener else "off",
+            (
+                f"http://{plan.metrics_address[0] or '0.0.0.0'}:{self.metrics_port}/metrics"
+                if plan.metrics_address is not None
+                else "off"
+            ),
             scan.IMPLEMENTATION,
             event_loop_name(),
             len(self.log_manager.all_logs()),
@@ -516,6 +494,20 @@ class BrokerApp:
         log.info("shutting down")
         await self.shutdown()
 
+    async def abort_start(self) -> None:
+        """Undo a :meth:`start` that failed part way: close what it bound, stop the
+        cleaner and the workers, close the logs it loaded (their locks released)."""
+        for server in self._servers:
+            server.close()
+        await self.ops.stop()
+        loop = asyncio.get_running_loop()
+        self.group_commit.close()
+        if self._offload_pool is not None:
+            self._offload_pool.shutdown(wait=True)
+        await loop.run_in_executor(None, self.log_manager.stop_cleaner)
+        if self._logs_loaded:
+            await loop.run_in_executor(None, self.log_manager.shutdown)
+
     async def shutdown(self) -> None:
         self.ops.ready = False
         for server in self._servers:
@@ -558,182 +550,6 @@ class BrokerApp:
 
 def _log_reload_error(listener: str, message: str) -> None:
     log.error("listener %s keeps its TLS context: %s", listener, message)
-
-
-def metrics_url(listener: str, port: int) -> str:
-    """Where /metrics is served (``metrics.listener`` host, the port it bound)."""
-    return f"http://{listener.rpartition(':')[0] or '0.0.0.0'}:{port}/metrics"
-
-
-def handshake_timeout_s(cfg: BrokerConfig) -> float:
-    """How long a TLS handshake may take: connection.frame.timeout.ms (a handshake
-    is the frames before the first one), asyncio's 60 s when that is off."""
-    frame_ms = int(cfg.get("connection.frame.timeout.ms"))
-    return frame_ms / 1000 if frame_ms > 0 else 60.0
-
-
-def listener_security(
-    cfg: BrokerConfig,
-    spec: ListenerSpec,
-    metrics: BrokerMetrics,
-    handshake_s: float,
-    clock: Callable[[], float],
-    *,
-    scram_control: ScramControl,
-) -> ListenerSecurity:
-    """The listener's TLS context, principal mapping and SASL settings, checked now
-    (an InvalidConfigError names the key)."""
-    sasl = sasl_listener(cfg, spec, metrics, scram_control) if spec.sasl else None
-    if not spec.tls:
-        return ListenerSecurity(spec, metrics, sasl=sasl)
-    watch = HandshakeWatch(spec.name, metrics, handshake_s, clock)
-    tls = ReloadingContext(TlsSettings.from_config(cfg, spec.name), watch.sslobject_class())
-    mapper = PrincipalMapper(listener_value(cfg, spec.name, "ssl.principal.mapping.rules"))
-    return ListenerSecurity(spec, metrics, tls=tls, watch=watch, mapper=mapper, sasl=sasl)
-
-
-def sync_method(cfg: BrokerConfig, log_dirs: Sequence[Path]) -> str:
-    """``acks.all.sync.method``, refused at start where syncfs would not make
-    acknowledged records durable or would hide errors (``broker/log/syncfs.py``)."""
-    method = str(cfg.get("acks.all.sync.method"))
-    if method != "syncfs":
-        return method
-    key = "Invalid value syncfs for configuration acks.all.sync.method"
-    if not syncfs_reports_errors():
-        raise InvalidConfigError(
-            f"{key}: this system ({platform.system()} {platform.release()}) does not report"
-            " write-back errors from syncfs (Linux 5.8 and later do); use fsync"
-        )
-    for directory in log_dirs:
-        # a log dir not made yet will be made on the file system of its first existing parent
-        existing = next(p for p in (directory, *directory.absolute().parents) if p.exists())
-        if trusted_file_system(existing) is None:
-            raise InvalidConfigError(
-                f"{key}: log dir {directory} is on a file system whose syncfs this broker does"
-                f" not trust (statfs type {file_system_type(existing):#x}; trusted:"
-                f" {', '.join(sorted(TRUSTED_FILE_SYSTEMS.values()))}); use fsync"
-            )
-    return method
-
-
-def sasl_listener(
-    cfg: BrokerConfig, spec: ListenerSpec, metrics: BrokerMetrics, scram_control: ScramControl
-) -> SaslListener:
-    """The SASL settings of a SASL_PLAINTEXT / SASL_SSL listener, checked now."""
-    name = spec.name
-    key = listener_key_name(cfg, name, "sasl.enabled.mechanisms")
-    mechanisms = tuple(
-        m.strip().upper() for m in listener_value(cfg, name, "sasl.enabled.mechanisms")
-    )
-    unsupported = [m for m in mechanisms if m not in SASL_MECHANISMS]
-    if unsupported or not mechanisms:
-        raise InvalidConfigError(
-            f"Invalid value {','.join(mechanisms)} for configuration {key}: listener {name} is"
-            f" {spec.protocol} and this broker supports {', '.join(SASL_MECHANISMS)}"
-            + (f" (not {', '.join(unsupported)})" if unsupported else "")
-        )
-    exchanges: dict[str, Callable[[], SaslExchange]] = {}
-    reauth: dict[str, int] = {}
-    for mechanism in mechanisms:
-        reauth[mechanism] = int(mechanism_value(cfg, name, mechanism, "connections.max.reauth.ms"))
-        if mechanism == "PLAIN":
-            jaas_key, jaas = mechanism_setting(cfg, name, mechanism, "sasl.jaas.config")
-            if not jaas:
-                raise InvalidConfigError(
-                    f"listener {name} enables PLAIN but names no users: set"
-                    f" listener.name.{name.lower()}.plain.sasl.jaas.config to"
-                    " org.apache.kafka.common.security.plain.PlainLoginModule required"
-                    ' user_<name>="<password>" ...;'
-                )
-            users = plain_users(parse_jaas(jaas, jaas_key), jaas_key)
-            if not users:
-                raise InvalidConfigError(
-                    f"Invalid value for configuration {jaas_key}: no user_<name> option"
-                )
-            exchanges[mechanism] = functools.partial(PlainExchange, users)
-        elif mechanism == "OAUTHBEARER":
-            handler_key, handler = mechanism_setting(
-                cfg, name, mechanism, "sasl.server.callback.handler.class"
-            )
-            if handler and handler != OAUTH_VALIDATOR_CLASS:
-                raise InvalidConfigError(
-                    f"Invalid value {handler} for configuration {handler_key}: this broker"
-                    f" validates signed JWTs ({OAUTH_VALIDATOR_CLASS}) only"
-                )
-            url = listener_value(cfg, name, "sasl.oauthbearer.jwks.endpoint.url")
-            if not url:
-                raise InvalidConfigError(
-                    f"listener {name} enables OAUTHBEARER: set sasl.oauthbearer.jwks.endpoint.url"
-                    " (a file: URL of the JWKS that signs the tokens); unsigned tokens are"
-                    " never accepted"
-                )
-            validator = JwtValidator(
-                url,
-                issuer=listener_value(cfg, name, "sasl.oauthbearer.expected.issuer") or None,
-                audience=tuple(listener_value(cfg, name, "sasl.oauthbearer.expected.audience")),
-                clock_skew_s=int(listener_value(cfg, name, "sasl.oauthbearer.clock.skew.seconds")),
-                scope_claim=str(listener_value(cfg, name, "sasl.oauthbearer.scope.claim.name")),
-                sub_claim=str(listener_value(cfg, name, "sasl.oauthbearer.sub.claim.name")),
-            )
-            exchanges[mechanism] = functools.partial(OAuthBearerExchange, validator)
-        else:
-            exchanges[mechanism] = functools.partial(ScramExchange, mechanism, scram_control.lookup)
-    return SaslListener(
-        listener=name,
-        mechanisms=mechanisms,
-        exchanges=exchanges,
-        reauth_ms=reauth,
-        max_receive=int(listener_value(cfg, name, "sasl.server.max.receive.size")),
-        failed_delay_s=int(cfg.get("connection.failed.authentication.delay.ms")) / 1000,
-        recorder=metrics,
-        tls=spec.tls,
-    )
-
-
-def mechanism_setting(
-    cfg: BrokerConfig, listener: str, mechanism: str, key: str
-) -> tuple[str, str | None]:
-    """(key name, value) of listener.name.<l>.<mechanism>.<key>, then
-    listener.name.<l>.<key>, then <key>."""
-    for name in (
-        f"listener.name.{listener.lower()}.{mechanism.lower()}.{key}",
-        f"listener.name.{listener.lower()}.{key}",
-        key,
-    ):
-        if cfg.is_set(name):
-            return name, cfg.get(name)
-    return key, cfg.get(key)
-
-
-def mechanism_value(cfg: BrokerConfig, listener: str, mechanism: str, key: str) -> Any:
-    return mechanism_setting(cfg, listener, mechanism, key)[1]
-
-
-def receive_budget_bytes(cfg: BrokerConfig) -> int:
-    """``queued.max.request.bytes`` (-1 or 0: 512 MiB), at least one whole request as
-    Kafka requires (``KafkaConfig``: "must be larger or equal to socket.request.max.bytes")."""
-    queued = int(cfg.get("queued.max.request.bytes"))
-    if queued <= 0:
-        return DEFAULT_QUEUED_MAX_REQUEST_BYTES
-    if queued < int(cfg.get("socket.request.max.bytes")):
-        raise InvalidConfigError(
-            "queued.max.request.bytes must be larger or equal to socket.request.max.bytes"
-        )
-    return queued
-
-
-def connection_overrides(cfg: BrokerConfig) -> dict[str, int]:
-    """``max.connections.per.ip.overrides``, checked against ``max.connections.per.ip``
-    as ``KafkaConfig.validateValues`` does."""
-    overrides = parse_host_counts(
-        "max.connections.per.ip.overrides", str(cfg.get("max.connections.per.ip.overrides"))
-    )
-    if int(cfg.get("max.connections.per.ip")) == 0 and not overrides:
-        raise InvalidConfigError(
-            "max.connections.per.ip can be set to zero only if"
-            " max.connections.per.ip.overrides property is set."
-        )
-    return overrides
 
 
 async def connection_registry(
@@ -786,14 +602,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="set a configuration key (repeatable); wins over the properties file",
     )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="check the configuration (keys, listeners, TLS stores, SASL settings) and exit:"
+        " 0 when a start would accept it, 2 with the reason; binds nothing, touches no log dir",
+    )
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """The keys of a ``server.properties`` file; InvalidConfigError naming the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidConfigError(
+            f"cannot read the properties file {path}: {exc.strerror or exc}; give the path of"
+            " a readable server.properties"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise InvalidConfigError(
+            f"the properties file {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x}"
+            f" at offset {exc.start}); save it as UTF-8"
+        ) from None
+    return parse_properties(text)
 
 
 def build_config(args: argparse.Namespace) -> BrokerConfig:
     props: dict[str, str] = {}
     if args.properties is not None:
-        props.update(parse_properties(args.properties.read_text(encoding="utf-8")))
+        props.update(read_properties(args.properties))
     props.update(parse_overrides(args.override))
     return BrokerConfig.from_properties(props)
+
+
+def new_metrics() -> BrokerMetrics:
+    return BrokerMetrics(
+        records_implementation=scan.IMPLEMENTATION,
+        event_loop=event_loop_name(),
+        version=__version__,
+    )
+
+
+def _fail(message: str) -> None:
+    """A failed start: one line on stderr, no traceback (broker/startup.py)."""
+    print(f"broker: {message}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -805,42 +657,44 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = build_config(args)
         loop_name = event_loop_name()
-    except (InvalidConfigError, OSError) as exc:
-        print(f"broker: configuration error: {exc}", file=sys.stderr)
+        metrics = new_metrics()
+        plan = check_configuration(config, metrics)
+    except InvalidConfigError as exc:
+        _fail(f"configuration error: {exc}")
         return 2
+    if getattr(args, "check", False):
+        print(plan.summary())
+        return 0
 
     async def main() -> int:
-        app = BrokerApp(config)
+        app: BrokerApp | None = None
         try:
+            app = BrokerApp(config, plan, metrics)
             await app.start()
-        except LogDirLockedError as exc:
-            print(f"broker: {exc}", file=sys.stderr)
-            return 1
-        except (AclStoreError, ScramStoreError) as exc:
-            print(f"broker: cannot start: {exc}", file=sys.stderr)
-            await app.ops.stop()
-            await asyncio.get_running_loop().run_in_executor(None, app.log_manager.stop_cleaner)
-            app.log_manager.shutdown()
-            return 1
         except InvalidConfigError as exc:
-            print(f"broker: configuration error: {exc}", file=sys.stderr)
-            await app.ops.stop()
-            return 2
-        except OSError as exc:
-            print(f"broker: cannot start: {exc}", file=sys.stderr)
-            await app.ops.stop()
-            await asyncio.get_running_loop().run_in_executor(None, app.log_manager.stop_cleaner)
-            app.log_manager.shutdown()
-            return 1
-        # What start-up made (modules, protocol schemas, logs, indexes, config) lives
-        # as long as the broker: moved out of the collector's generations, it is
-        # not walked again by the collections that requests trigger. With 64
-        # acks=all requests in flight (their objects survive young collections)
-        # that walk was ~2 us per request: 1 KB acks=all 16.9 -> 18.8 k req/s.
-        gc.collect()
-        gc.freeze()
-        await app.serve_forever()
-        return 0
+            _fail(f"configuration error: {exc}")
+            code = 2
+        except StartupError as exc:
+            _fail(f"cannot start: {exc}")
+            code = exc.exit_code
+        except (KafkaStorageError, AclStoreError, ScramStoreError, OSError) as exc:
+            # a locked log dir, a meta.properties of another node, an unreadable ACL or
+            # SCRAM file: their messages name the file
+            _fail(f"cannot start: {exc}")
+            code = 1
+        else:
+            # What start-up made (modules, protocol schemas, logs, indexes, config) lives
+            # as long as the broker: moved out of the collector's generations, it is
+            # not walked again by the collections that requests trigger. With 64
+            # acks=all requests in flight (their objects survive young collections)
+            # that walk was ~2 us per request: 1 KB acks=all 16.9 -> 18.8 k req/s.
+            gc.collect()
+            gc.freeze()
+            await app.serve_forever()
+            return 0
+        if app is not None:
+            await app.abort_start()
+        return code
 
     if loop_name == "uvloop":
         import uvloop

@@ -26,15 +26,21 @@ Not configuration, never mapped:
   Confluent's image fail with ``KAFKA_PORT`` in clusters with a ``kafka``
   Service. The manifests in ``deploy/k8s`` also set ``enableServiceLinks: false``.
 
-Names are not checked here: unknown keys are rejected where every key is,
-by :meth:`broker.config.BrokerConfig.from_properties`, so a typo in a variable
-name stops the broker instead of being ignored.
+A variable whose key is not declared stops ``serve`` here, before the exec,
+so the message names the variable and not only the key it became, with the
+nearest declared key as a variable (:func:`check_names`, through the key
+table's own :func:`broker.config.broker_key` and
+:func:`broker.config.suggest_key`)::
+
+    environment variable BROKER_NUM_PARTITION sets num.partition, which is not a
+    configuration key: did you mean BROKER_NUM_PARTITIONS (num.partitions)?
 
 The entrypoint (``python -m broker.app_env``, the image's ENTRYPOINT after tini):
 
-* ``serve [server.properties] [args...]`` execs ``python -m broker serve`` with
-  one ``--override key=value`` per mapped variable, placed before the caller's
-  own arguments: precedence is file < environment < command-line overrides.
+* ``serve [server.properties] [args...]`` checks the variables' names, then
+  execs ``python -m broker serve`` with one ``--override key=value`` per mapped
+  variable, placed before the caller's own arguments: precedence is file <
+  environment < command-line overrides.
 * ``healthcheck [server.properties]`` resolves ``metrics.listener`` from the
   file and the environment and GETs ``/healthz`` on it over loopback; exit 0
   when it answers 200 (the image's HEALTHCHECK).
@@ -43,6 +49,7 @@ The entrypoint (``python -m broker.app_env``, the image's ENTRYPOINT after tini)
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import sys
@@ -52,7 +59,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from broker.config import broker_key, parse_properties
+from broker.config import broker_key, parse_properties, suggest_key
 from broker.errors import InvalidConfigError
 
 DEFAULT_PREFIX = "BROKER_"
@@ -99,6 +106,35 @@ def key_from_env_name(name: str, prefix: str = DEFAULT_PREFIX) -> str:
         return char
 
     return _UNDERSCORES.sub(one_char, rest.lower())
+
+
+def env_name_for_key(key: str, prefix: str = DEFAULT_PREFIX) -> str:
+    """``num.partitions`` -> ``BROKER_NUM_PARTITIONS``: the inverse of :func:`key_from_env_name`."""
+    return prefix + key.replace("_", "__").replace("-", "___").replace(".", "_").upper()
+
+
+def check_names(environ: Mapping[str, str], prefix: str = DEFAULT_PREFIX) -> None:
+    """Every configuration variable in ``environ`` names a declared key;
+    InvalidConfigError naming the variable (and the nearest one) otherwise."""
+    for name in sorted(environ):
+        if not is_configuration(name, prefix):
+            continue
+        key = key_from_env_name(name, prefix)
+        if broker_key(key) is not None:
+            continue
+        close = suggest_key(key)
+        if close is not None:
+            hint = f"did you mean {env_name_for_key(close, prefix)} ({close})?"
+        else:
+            switch = difflib.get_close_matches(name, sorted(PROCESS_SWITCHES), n=1)
+            hint = (
+                f"did you mean the process switch {switch[0]}?"
+                if switch
+                else "unset it (docs/operations.md, Environment variables, lists how names map)"
+            )
+        raise InvalidConfigError(
+            f"environment variable {name} sets {key}, which is not a configuration key: {hint}"
+        )
 
 
 def is_configuration(name: str, prefix: str = DEFAULT_PREFIX) -> bool:
@@ -209,9 +245,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[:1] == ["healthcheck"]:
         return healthcheck(args[1:], os.environ)
     try:
+        if args[:1] == ["serve"]:
+            check_names(os.environ)
         broker_args = serve_argv(args, os.environ)
     except InvalidConfigError as e:
-        print(f"broker: {e}", file=sys.stderr)
+        print(f"broker: configuration error: {e}", file=sys.stderr)
         return 2
     return exec_broker(broker_args)
 

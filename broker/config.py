@@ -20,6 +20,7 @@ A value that does not parse or is out of range raises
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import enum
 import functools
 import re
@@ -988,6 +989,27 @@ def broker_key(name: str) -> ConfigKey | None:
     return dataclasses.replace(topic_key, name=name, default=default, synonyms=())
 
 
+def suggest_key(name: str) -> str | None:
+    """The declared key closest to the unknown ``name`` (``difflib``), or None:
+    ``num.partiton`` -> ``num.partitions``; a listener-prefixed name is matched
+    within its prefix (``listener.name.ssl.ssl.keystore.locaton`` ->
+    ``listener.name.ssl.ssl.keystore.location``)."""
+    prefixed = _security_config.listener_candidates(name, BROKER_KEYS)
+    if prefixed is not None:
+        prefix, rest, candidates = prefixed
+        close = difflib.get_close_matches(rest, candidates, n=1)
+        if close:
+            return prefix + close[0]
+    close = difflib.get_close_matches(name, [*BROKER_KEYS, *BROKER_TOPIC_SYNONYMS], n=1)
+    return close[0] if close else None
+
+
+def did_you_mean(name: str) -> str:
+    """`` (did you mean <key>?)`` for an unknown key, or nothing."""
+    close = suggest_key(name)
+    return f" (did you mean {close}?)" if close else ""
+
+
 @dataclass
 class BrokerConfig:
     """Static broker configuration: ``server.properties`` plus overrides.
@@ -1004,7 +1026,7 @@ class BrokerConfig:
         for name, raw in props.items():
             key = broker_key(name)
             if key is None:
-                raise InvalidConfigError(f"Unknown configuration key: {name}")
+                raise InvalidConfigError(f"Unknown configuration key: {name}{did_you_mean(name)}")
             values[name] = parse_value(key, raw)
         cfg = cls(values)
         cfg.topic_defaults()  # cross-key checks happen now, not at first use

@@ -279,6 +279,20 @@ for _key in _KEYS:
 SECURITY_KEYS = frozenset(k.name for k in _KEYS)
 
 
+def listener_candidates(
+    name: str, known: dict[str, ConfigKey]
+) -> tuple[str, str, list[str]] | None:
+    """For a misspelt ``listener.name.<listener>.<rest>``: (prefix, rest, the keys
+    :func:`listener_key` accepts after that prefix); None without the prefix."""
+    match = _LISTENER_PREFIX.match(name)
+    if match is None:
+        return None
+    prefix = name[: match.start(2)]
+    plain = [k for k in known if not k.startswith("listener.") and k != "listeners"]
+    by_mechanism = [f"{m.lower()}.{k}" for m in SASL_MECHANISMS for k in sorted(MECHANISM_KEYS)]
+    return prefix, match.group(2), plain + by_mechanism
+
+
 def listener_key(name: str, known: dict[str, ConfigKey]) -> ConfigKey | None:
     """The declaration of ``listener.name.<listener>.[<mechanism>.]<key>``, renamed;
     None if ``name`` has no such prefix or names no known key."""

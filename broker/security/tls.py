@@ -1,8 +1,11 @@
 """TLS contexts of SSL and SASL_SSL listeners, from Kafka's ``ssl.*`` keys.
 
 Each key is read as ``listener.name.<listener>.<key>`` first, then
-``<key>`` (Kafka's per-listener override). Key material, as Kafka's
-``DefaultSslEngineFactory`` takes it:
+``<key>`` (Kafka's per-listener override), with one exception (KIP-684,
+Kafka 2.8+): a SASL_SSL listener asks for client certificates only when its
+own ``listener.name.<listener>.ssl.client.auth`` says so; the broker-wide
+``ssl.client.auth`` applies to SSL listeners alone (:data:`LISTENER_ONLY`).
+Key material, as Kafka's ``DefaultSslEngineFactory`` takes it:
 
     key store    ssl.keystore.type=PEM     ssl.keystore.location: one PEM file with the
                                            certificate chain and the private key
@@ -33,6 +36,7 @@ OpenSSL's and always on).
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import ssl
@@ -45,8 +49,10 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from broker.config import BrokerConfig
+from broker.config import BrokerConfig, broker_key
 from broker.errors import InvalidConfigError
+
+log = logging.getLogger(__name__)
 
 JKS_MAGIC = b"\xfe\xed\xfe\xed"
 TLS13_SUITES = frozenset(
@@ -66,18 +72,41 @@ _CLIENT_AUTH = {
 }
 
 
-def listener_value(cfg: BrokerConfig, listener: str, key: str) -> Any:
-    """``listener.name.<listener>.<key>`` if set, else ``<key>`` (or its default)."""
-    prefixed = f"listener.name.{listener.lower()}.{key}"
+#: keys a listener of these protocols reads only under its own prefix, never from the
+#: broker-wide key. Kafka's ``ChannelBuilders.create`` (KIP-684): for a SASL_SSL server
+#: channel without ``listener.name.<l>.ssl.client.auth`` it passes
+#: ``sslClientAuthOverride=none`` to ``SslFactory`` (and warns when the broker-wide value
+#: is not none); an SSL listener falls back to ``ssl.client.auth`` as every key does
+LISTENER_ONLY: dict[str, frozenset[str]] = {"ssl.client.auth": frozenset({"SASL_SSL"})}
+
+
+def _prefixed(listener: str, key: str) -> str:
+    return f"listener.name.{listener.lower()}.{key}"
+
+
+def _listener_only(key: str, protocol: str | None) -> bool:
+    return protocol is not None and protocol in LISTENER_ONLY.get(key, frozenset())
+
+
+def listener_value(cfg: BrokerConfig, listener: str, key: str, protocol: str | None = None) -> Any:
+    """``listener.name.<listener>.<key>`` if set, else ``<key>`` (or its default); for
+    the :data:`LISTENER_ONLY` keys of a ``protocol`` listener, the prefixed key or the
+    key's default."""
+    prefixed = _prefixed(listener, key)
     if cfg.is_set(prefixed):
         return cfg.get(prefixed)
+    if _listener_only(key, protocol):
+        declared = broker_key(key)
+        return None if declared is None else declared.default
     return cfg.get(key)
 
 
-def listener_key_name(cfg: BrokerConfig, listener: str, key: str) -> str:
+def listener_key_name(
+    cfg: BrokerConfig, listener: str, key: str, protocol: str | None = None
+) -> str:
     """The name under which ``key`` is set for ``listener`` (for messages)."""
-    prefixed = f"listener.name.{listener.lower()}.{key}"
-    return prefixed if cfg.is_set(prefixed) else key
+    prefixed = _prefixed(listener, key)
+    return prefixed if cfg.is_set(prefixed) or _listener_only(key, protocol) else key
 
 
 @dataclass(frozen=True)
@@ -98,16 +127,35 @@ class TlsSettings:
     client_auth: str
     protocols: tuple[str, ...]
     cipher_suites: tuple[str, ...]
+    #: the listener's security protocol (SSL or SASL_SSL; empty for a client's settings)
+    protocol: str = ""
 
     @classmethod
-    def from_config(cls, cfg: BrokerConfig, listener: str) -> TlsSettings:
+    def from_config(cls, cfg: BrokerConfig, listener: str, protocol: str) -> TlsSettings:
+        """The ``ssl.*`` keys of the ``protocol`` listener ``listener``."""
+
         def get(key: str) -> Any:
-            value = listener_value(cfg, listener, key)
+            value = listener_value(cfg, listener, key, protocol)
             return value if value != "" else None
 
+        broker_wide = str(cfg.get("ssl.client.auth")).lower()
+        if (
+            _listener_only("ssl.client.auth", protocol)
+            and not cfg.is_set(_prefixed(listener, "ssl.client.auth"))
+            and broker_wide != "none"
+        ):
+            log.warning(
+                "listener %s (%s) does not ask for client certificates: ssl.client.auth=%s"
+                " applies to SSL listeners only (KIP-684); set %s for this one",
+                listener,
+                protocol,
+                broker_wide,
+                _prefixed(listener, "ssl.client.auth"),
+            )
         ks_type, ts_type = get("ssl.keystore.type"), get("ssl.truststore.type")
         return cls(
             listener=listener,
+            protocol=protocol,
             keystore_type=ks_type.upper() if ks_type else None,
             keystore_location=get("ssl.keystore.location"),
             keystore_password=get("ssl.keystore.password"),
@@ -133,6 +181,8 @@ class TlsSettings:
         settings have no listener: the key alone)."""
         if not self.listener:
             return name
+        if _listener_only(name, self.protocol):
+            return _prefixed(self.listener, name)
         return f"{name} (or listener.name.{self.listener.lower()}.{name})"
 
 

@@ -57,38 +57,50 @@ class ListenerSpec:
         return f"listener.name.{self.name.lower()}."
 
 
+#: what a listeners value looks like, told in every message about one
+LISTENERS_FORM = "NAME://host:port[,NAME://host:port]"
+
+
+def _bad(key: str, values: str, what: str) -> InvalidConfigError:
+    return InvalidConfigError(
+        f"Invalid value {values} for configuration {key}: {what}; expected {LISTENERS_FORM}"
+    )
+
+
 def parse_listener(
-    value: str, key: str = "listeners", protocol_map: dict[str, str] | None = None
+    value: str,
+    key: str = "listeners",
+    protocol_map: dict[str, str] | None = None,
+    whole: str | None = None,
 ) -> ListenerSpec:
-    """``NAME://host:port`` (host may be empty or a bracketed IPv6 address)."""
+    """``NAME://host:port`` (host may be empty or a bracketed IPv6 address); the
+    message of a bad entry says which part is wrong (``whole``: the key's value)."""
+    values = value if whole is None else whole
     name, sep, rest = value.partition("://")
     if not sep or not name:
-        raise InvalidConfigError(
-            f"Invalid value {value} for configuration {key}: expected NAME://host:port"
-        )
+        part = "no listener name before '://'" if sep else "no '://' after the listener name"
+        raise _bad(key, values, f"{value!r} has {part}")
     name = name.upper()
     protocols = protocol_map if protocol_map is not None else {p: p for p in SECURITY_PROTOCOLS}
     protocol = protocols.get(name)
     if protocol is None:
         raise InvalidConfigError(
-            f"Invalid value {value} for configuration {key}: No security protocol defined for"
+            f"Invalid value {values} for configuration {key}: No security protocol defined for"
             f" listener {name} (listener.security.protocol.map names"
-            f" {', '.join(sorted(protocols))})"
+            f" {', '.join(sorted(protocols))}): name the listener after a protocol"
+            f" ({', '.join(SECURITY_PROTOCOLS)}) or add {name}:<PROTOCOL> to"
+            " listener.security.protocol.map"
         )
     host, colon, port_text = rest.rpartition(":")
     if not colon:
-        raise InvalidConfigError(f"Invalid value {value} for configuration {key}: no port")
+        raise _bad(key, values, f"{value!r} has no port after the host")
     host = host.strip("[]")
     try:
         port = int(port_text)
     except ValueError:
-        raise InvalidConfigError(
-            f"Invalid value {value} for configuration {key}: port {port_text!r} is not a number"
-        ) from None
+        raise _bad(key, values, f"port {port_text!r} of {value!r} is not a number") from None
     if not 0 <= port <= 65535:
-        raise InvalidConfigError(
-            f"Invalid value {value} for configuration {key}: port out of range"
-        )
+        raise _bad(key, values, f"port {port} of {value!r} is out of range (0-65535)")
     return ListenerSpec(name, host, port, protocol)
 
 
@@ -99,21 +111,23 @@ def parse_listeners(
 ) -> list[ListenerSpec]:
     """Every listener of ``values``; names and (non-zero) ports must differ."""
     if not values:
-        raise InvalidConfigError(f"Configuration {key} is empty")
-    specs = [parse_listener(v, key, protocol_map) for v in values]
+        raise InvalidConfigError(f"Configuration {key} is empty; expected {LISTENERS_FORM}")
+    whole = ",".join(values)
+    specs = [parse_listener(v, key, protocol_map, whole) for v in values]
     names = [s.name for s in specs]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise InvalidConfigError(
-            f"Invalid value {','.join(values)} for configuration {key}: Each listener must have"
-            f" a different name ({', '.join(twice)} is used twice)"
+            f"Invalid value {whole} for configuration {key}: Each listener must have"
+            f" a different name ({', '.join(twice)} is used twice); name the others after"
+            " their protocol or add names to listener.security.protocol.map"
         )
     if key == "listeners":
         ports = [s.port for s in specs if s.port]
         dup = sorted({p for p in ports if ports.count(p) > 1})
         if dup:
             raise InvalidConfigError(
-                f"Invalid value {','.join(values)} for configuration {key}: Each listener must"
+                f"Invalid value {whole} for configuration {key}: Each listener must"
                 f" have a different port ({', '.join(map(str, dup))} is used twice)"
             )
     return specs

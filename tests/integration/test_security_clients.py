@@ -55,6 +55,7 @@ from confluent_kafka.admin import (
 from tests.aio import run
 from tests.integration.harness import HOST, BrokerProcess, free_port
 from tests.integration.security_setup import (
+    KEY_PASSWORD,
     Pki,
     aiokafka_security,
     kafka_python_security,
@@ -551,3 +552,53 @@ def test_admin_tools_over_sasl_ssl(secured: Secured) -> None:
     wrong = broker_tool(secured, "scram-users", "list", password="not-it")
     assert wrong.returncode == 1
     assert "Invalid username or password" in wrong.stderr and "not-it" not in wrong.stderr
+
+
+def test_broker_wide_client_auth_applies_to_ssl_listeners_only(tmp_path: Path) -> None:
+    """KIP-684 (Kafka 2.8+): with ``ssl.client.auth=required`` unprefixed, a SASL_SSL
+    client without a certificate authenticates and produces, while the SSL listener
+    still refuses a client without one (and takes one with a certificate)."""
+    pki = Pki.make(tmp_path / "pki")
+    data = tmp_path / "data"
+    data.mkdir()
+    broker = BrokerProcess(data)
+    ports = {"INTERNAL": broker.port, "MTLS": free_port(), "SASL_SSL": free_port()}
+    password = secrets.token_urlsafe(12)
+    broker.overrides.update(
+        {
+            "listeners": ",".join(f"{n}://{HOST}:{p}" for n, p in ports.items()),
+            "listener.security.protocol.map": "INTERNAL:PLAINTEXT,MTLS:SSL,SASL_SSL:SASL_SSL",
+            # broker-wide TLS keys, read by both TLS listeners
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(pki.pem_keystore()),
+            "ssl.key.password": KEY_PASSWORD,
+            "ssl.truststore.location": str(pki.ca_pem),
+            "ssl.client.auth": "required",
+            "listener.name.sasl_ssl.sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": (
+                f'{PLAIN_LOGIN} required user_alice="{password}";'
+            ),
+        }
+    )
+    with broker:
+        sasl = librdkafka_security("SASL_SSL", pki, mechanism="PLAIN", user="alice",
+                                   password=password)  # fmt: skip
+        got = confluent_round_trip(f"{HOST}:{ports['SASL_SSL']}", sasl, "kip684-sasl")
+        assert got == values()
+        mtls = f"{HOST}:{ports['MTLS']}"
+        assert confluent_round_trip(mtls, librdkafka_security("SSL", pki, client_cert=pki.client("carol")),
+                                    "kip684-mtls") == values()  # fmt: skip
+        errors: list[KafkaError] = []
+        producer = Producer({"bootstrap.servers": mtls, "message.timeout.ms": 8000, "retries": 0,
+                             "error_cb": errors.append, **librdkafka_security("SSL", pki)})  # fmt: skip
+        producer.produce("kip684-mtls", b"no-certificate", partition=0,
+                         on_delivery=lambda e, m: errors.append(e) if e else None)  # fmt: skip
+        deadline = time.monotonic() + TIMEOUT
+        while not errors and time.monotonic() < deadline:
+            producer.poll(0.1)
+        producer.purge()
+        producer.flush(1)
+        assert errors, "a client without a certificate was not refused by the SSL listener"
+        codes = (KafkaError._SSL, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN)
+        assert errors[0].code() in codes, errors[0]
+    assert "applies to SSL listeners only (KIP-684)" in broker.log()

@@ -322,3 +322,71 @@ def test_healthcheck_fails_on_a_non_200_answer(
 def test_healthcheck_fails_when_the_endpoint_is_off(capsys: pytest.CaptureFixture[str]) -> None:
     assert healthcheck([], {"BROKER_METRICS_LISTENER": ""}) == 1
     assert "empty" in capsys.readouterr().err
+
+
+# ---- misspelt variables and serve --check -------------------------------------------------
+
+
+def test_a_misspelt_variable_is_named_with_the_variable_it_should_be() -> None:
+    with pytest.raises(InvalidConfigError) as err:
+        app_env.check_names({"BROKER_NUM_PARTITION": "3", "BROKER_LOG_DIRS": "/d"})
+    assert str(err.value) == (
+        "environment variable BROKER_NUM_PARTITION sets num.partition, which is not a"
+        " configuration key: did you mean BROKER_NUM_PARTITIONS (num.partitions)?"
+    )
+    with pytest.raises(InvalidConfigError, match=r"the process switch BROKER_EVENT_LOOP\?"):
+        app_env.check_names({"BROKER_EVENTLOOP": "asyncio"})
+    with pytest.raises(InvalidConfigError, match=r"BROKER_ZZZZ sets zzzz.*: unset it"):
+        app_env.check_names({"BROKER_ZZZZ": "1"})
+    # declared keys, switches and service links pass
+    app_env.check_names(
+        {"BROKER_NUM_PARTITIONS": "3", "BROKER_EVENT_LOOP": "asyncio", "BROKER_PORT": "tcp://x"}
+    )
+
+
+@pytest.mark.parametrize(
+    "key", ["some_key.x-y", "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config"]
+)
+def test_variable_names_for_keys_map_back(key: str) -> None:
+    assert key_from_env_name(app_env.env_name_for_key(key)) == key
+
+
+def entrypoint(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "broker.app_env", "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", **env},
+    )
+
+
+def test_entrypoint_names_a_misspelt_variable_in_one_line() -> None:
+    proc = entrypoint({"BROKER_NUM_PARTITION": "3"})
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "broker: configuration error: environment variable BROKER_NUM_PARTITION sets"
+        " num.partition, which is not a configuration key: did you mean"
+        " BROKER_NUM_PARTITIONS (num.partitions)?"
+    ]
+
+
+def test_entrypoint_serve_check(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    proc = entrypoint(
+        {"BROKER_LOG_DIRS": str(data), "BROKER_LISTENERS": "PLAINTEXT://127.0.0.1:19092"},
+        "--check",
+        "--override",
+        "num.partitions=3",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == (
+        "configuration OK: listeners PLAINTEXT://127.0.0.1:19092 (PLAINTEXT);"
+        f" metrics.listener 0.0.0.0:9404; log.dirs {data}\n"
+    )
+    assert not data.exists()
+    proc = entrypoint({"BROKER_LISTENERS": "PLAINTEXT://127.0.0.1:x"}, "--check")
+    assert proc.returncode == 2
+    assert "port 'x' of 'PLAINTEXT://127.0.0.1:x' is not a number" in proc.stderr
+    assert "Traceback" not in proc.stderr

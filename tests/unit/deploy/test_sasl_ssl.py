@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 import yaml
 
-from broker.app import listener_security
 from broker.app_env import overrides_from_env
 from broker.config import BrokerConfig, broker_key, parse_properties
 from broker.metrics import BrokerMetrics
@@ -24,6 +23,7 @@ from broker.security.scram_control import ScramControl
 from broker.security.scram_store import ScramStore
 from broker.security_config import parse_protocol_map
 from broker.server.listener import parse_listeners
+from broker.startup import listener_security
 from tests.integration.security_setup import Pki
 from tests.unit.deploy.support import DEPLOY, REPO, exposed_ports, require_tool, volumes
 

@@ -25,7 +25,7 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 
 def settings(**props: str) -> TlsSettings:
-    return TlsSettings.from_config(BrokerConfig.from_properties(props), "SSL")
+    return TlsSettings.from_config(BrokerConfig.from_properties(props), "SSL", "SSL")
 
 
 def handshake(

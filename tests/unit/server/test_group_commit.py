@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from broker import app
+from broker import startup
 from broker.config import BrokerConfig, TopicConfig
 from broker.errors import InvalidConfigError
 from broker.log.unified_log import UnifiedLog
@@ -371,24 +371,24 @@ def test_the_broker_refuses_syncfs_where_it_would_not_be_durable(
     write-back errors, and each log dir must be on a file system whose syncfs
     is trusted; the message names the key."""
     syncfs_on = BrokerConfig.from_properties({"acks.all.sync.method": "syncfs"})
-    assert app.sync_method(BrokerConfig.from_properties({}), [Path("/proc")]) == "fsync"
-    monkeypatch.setattr(app, "syncfs_reports_errors", lambda: True)
+    assert startup.sync_method(BrokerConfig.from_properties({}), [Path("/proc")]) == "fsync"
+    monkeypatch.setattr(startup, "syncfs_reports_errors", lambda: True)
     with pytest.raises(InvalidConfigError, match=r"acks\.all\.sync\.method.*/proc.*0x9fa0"):
-        app.sync_method(syncfs_on, [tmp_path, Path("/proc")])
+        startup.sync_method(syncfs_on, [tmp_path, Path("/proc")])
     with pytest.raises(InvalidConfigError, match=r"/proc/not/made/yet"):
-        app.sync_method(syncfs_on, [Path("/proc/not/made/yet")])  # judged by /proc
+        startup.sync_method(syncfs_on, [Path("/proc/not/made/yet")])  # judged by /proc
     checked: list[Path] = []
 
     def trusted(path: Path) -> str:
         checked.append(path)
         return "ext4"
 
-    monkeypatch.setattr(app, "trusted_file_system", trusted)
-    assert app.sync_method(syncfs_on, [tmp_path, tmp_path / "new" / "dir"]) == "syncfs"
+    monkeypatch.setattr(startup, "trusted_file_system", trusted)
+    assert startup.sync_method(syncfs_on, [tmp_path, tmp_path / "new" / "dir"]) == "syncfs"
     assert checked == [tmp_path, tmp_path]  # a dir not made yet: its first existing parent
-    monkeypatch.setattr(app, "syncfs_reports_errors", lambda: False)
+    monkeypatch.setattr(startup, "syncfs_reports_errors", lambda: False)
     with pytest.raises(InvalidConfigError, match=r"acks\.all\.sync\.method.*Linux 5\.8"):
-        app.sync_method(syncfs_on, [tmp_path])
+        startup.sync_method(syncfs_on, [tmp_path])
     with pytest.raises(InvalidConfigError, match="String must be one of: fsync, syncfs"):
         BrokerConfig.from_properties({"acks.all.sync.method": "fdatasync"})
 
