@@ -59,6 +59,7 @@ run: setup
 lint: $(VENV)/.test-deps
 	$(BIN)/ruff check broker tests bench
 	$(BIN)/ruff format --check broker tests bench
+	$(BIN)/python -m broker.protocol.stubs --check
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

@@ -18,7 +18,13 @@ import logging
 from collections.abc import Iterable
 
 from broker.errors import ErrorCode
-from broker.protocol.data import Data
+from broker.protocol.messages import (
+    CreateAclsRequest,
+    CreateAclsResponse,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+    DescribeAclsRequest,
+)
 from broker.security.acl import (
     AccessControlEntry,
     AccessControlEntryFilter,
@@ -48,7 +54,13 @@ def batch_too_large(verb: str) -> str:
     )
 
 
-def mark_unstored(control: AclControl, results: Iterable[Data], exc: OSError) -> None:
+def mark_unstored(
+    control: AclControl,
+    results: Iterable[
+        CreateAclsResponse.AclCreationResult | DeleteAclsResponse.DeleteAclsFilterResult
+    ],
+    exc: OSError,
+) -> None:
     """The ACL file could not be written: every result of the change says so."""
     log.error("cannot write the ACL file %s: %s", control.store.path, exc)
     for result in results:
@@ -56,7 +68,9 @@ def mark_unstored(control: AclControl, results: Iterable[Data], exc: OSError) ->
         result.error_message = f"The ACLs could not be stored: {exc}"
 
 
-def binding_filter(data: Data) -> AclBindingFilter:
+def binding_filter(
+    data: DescribeAclsRequest | DeleteAclsRequest.DeleteAclsFilter,
+) -> AclBindingFilter:
     """The filter of a DescribeAclsRequest or of one DeleteAclsFilter."""
     return AclBindingFilter(
         ResourcePatternFilter(
@@ -82,7 +96,7 @@ def filter_problem(f: AclBindingFilter) -> str | None:
     return None
 
 
-def creation_binding(c: Data) -> AclBinding:
+def creation_binding(c: CreateAclsRequest.AclCreation) -> AclBinding:
     """The binding one AclCreation asks for (``CreateAclsRequest.aclBinding``)."""
     return AclBinding.from_codes(
         c.resource_type,

@@ -30,6 +30,7 @@ from broker.handlers.config_changes import (
     BROKER,
     SET,
     AlterResourceConfigsHandler,
+    ResourceResult,
     change_topic_config,
     check_broker_resource,
     check_null_values,
@@ -37,17 +38,17 @@ from broker.handlers.config_changes import (
     check_topic_resource,
     check_unique_names,
 )
-from broker.protocol.data import Data
-from broker.protocol.messages import AlterConfigsResponse
+from broker.protocol.messages import AlterConfigsRequest, AlterConfigsResponse
+
+_Resource = AlterConfigsRequest.AlterConfigsResource
 
 
-class AlterConfigsHandler(AlterResourceConfigsHandler):
+class AlterConfigsHandler(AlterResourceConfigsHandler[_Resource]):
     API_KEY = 33
     MIN_VERSION = 0
     MAX_VERSION = 2
-    RESPONSE = AlterConfigsResponse
 
-    def alter(self, resource: Data, validate_only: bool) -> None:
+    def alter(self, resource: _Resource, validate_only: bool) -> None:
         names = [c.name for c in resource.configs]
         check_unique_names(names)
         check_null_values([(c.name, SET, c.value) for c in resource.configs])
@@ -57,6 +58,19 @@ class AlterConfigsHandler(AlterResourceConfigsHandler):
             check_broker_resource(self.broker.node_id, name, names)
             return
         check_topic_resource(name)
-        change_topic_config(
-            self.broker, name, {c.name: c.value for c in resource.configs}, validate_only
+        # check_null_values refused a null value above: the filter drops none
+        overrides = {c.name: c.value for c in resource.configs if c.value is not None}
+        change_topic_config(self.broker, name, overrides, validate_only)
+
+    def response(self, results: list[ResourceResult]) -> AlterConfigsResponse:
+        return AlterConfigsResponse(
+            responses=[
+                AlterConfigsResponse.AlterConfigsResourceResponse(
+                    error_code=code,
+                    error_message=message,
+                    resource_type=resource_type,
+                    resource_name=resource_name,
+                )
+                for code, message, resource_type, resource_name in results
+            ]
         )

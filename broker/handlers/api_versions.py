@@ -25,21 +25,20 @@ import re
 from broker.errors import ErrorCode
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
-from broker.protocol.data import Data
-from broker.protocol.messages import ApiVersionsResponse
+from broker.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 
 # ApiVersionsRequest.isValid: SOFTWARE_NAME_VERSION_PATTERN
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
-class ApiVersionsHandler(RequestHandler):
+class ApiVersionsHandler(RequestHandler[ApiVersionsRequest]):
     API_KEY = 18
     MIN_VERSION = 0
     MAX_VERSION = 4
 
-    _api_keys: tuple[Data, ...] = ()
+    _api_keys: tuple[ApiVersionsResponse.ApiVersion, ...] = ()
 
-    def api_versions(self) -> list[Data]:
+    def api_versions(self) -> list[ApiVersionsResponse.ApiVersion]:
         # the registry does not change once built: the list is made once (every
         # client connection asks, SASL ones before authenticating)
         if not self._api_keys:
@@ -51,7 +50,7 @@ class ApiVersionsHandler(RequestHandler):
             )
         return list(self._api_keys)
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: ApiVersionsRequest) -> Reply:
         version = ctx.header.api_version
         if not self.supports(version):
             ctx.count_error(ErrorCode.UNSUPPORTED_VERSION)

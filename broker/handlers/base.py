@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Awaitable, Iterable
-from typing import ClassVar
+from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 
 from broker.handlers import authorization
 from broker.handlers.context import BrokerContext, RequestContext
@@ -22,9 +22,19 @@ from broker.security.acl import AclOperation, ResourceType
 
 Reply = Data | None | DelayedReply[Data] | Awaitable[Data | None]
 
+#: the request class a handler answers (``ProduceRequest`` for ``ProduceHandler``)
+RequestT = TypeVar("RequestT")
 
-class RequestHandler(abc.ABC):
-    """Base of every handler; subclasses set the three class attributes."""
+
+class RequestHandler(abc.ABC, Generic[RequestT]):
+    """Base of every handler; subclasses set the three class attributes and
+    name their request class: ``class HeartbeatHandler(RequestHandler[HeartbeatRequest])``.
+
+    The dispatcher decodes a request with the codec of ``API_KEY`` and hands
+    it to the handler registered for ``API_KEY``, so the object ``handle``
+    gets is of that class (``tests/unit/handlers/test_registry.py`` checks
+    each handler's declared class against its key's).
+    """
 
     API_KEY: ClassVar[int]
     MIN_VERSION: ClassVar[int]
@@ -42,7 +52,7 @@ class RequestHandler(abc.ABC):
         return cls.MIN_VERSION <= version <= cls.MAX_VERSION
 
     @abc.abstractmethod
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: RequestT) -> Reply:
         """Answer one request (see the module docstring)."""
 
     def authorize(
@@ -78,3 +88,9 @@ class RequestHandler(abc.ABC):
         return authorization.authorize_cluster(
             self.broker, ctx, operation, report_denial=report_denial
         )
+
+
+#: a handler in the registry, of whichever request class its API key decodes to
+#: (the key picks both the decoder and the handler, so the pair always matches;
+#: the type system cannot follow a run-time key, hence ``Any``)
+AnyHandler: TypeAlias = RequestHandler[Any]

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import abc
 import logging
-from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol, TypeVar
 
 from broker.config import TOPIC_KEYS, BrokerConfig, ConfigType, TopicConfig, broker_key
 from broker.errors import (
@@ -218,7 +218,35 @@ def duplicate_resources(resources: Iterable[tuple[int, str]]) -> set[tuple[int, 
     return twice
 
 
-class AlterResourceConfigsHandler(RequestHandler):
+class _Resource(Protocol):
+    """One resource of an AlterConfigs or IncrementalAlterConfigs request."""
+
+    @property
+    def resource_type(self) -> int: ...
+
+    @property
+    def resource_name(self) -> str: ...
+
+
+ResourceT = TypeVar("ResourceT", bound=_Resource)
+_ResourceT_co = TypeVar("_ResourceT_co", bound=_Resource, covariant=True)
+
+
+class AlterRequest(Protocol[_ResourceT_co]):
+    """What AlterConfigsRequest and IncrementalAlterConfigsRequest share."""
+
+    @property
+    def resources(self) -> Sequence[_ResourceT_co]: ...
+
+    @property
+    def validate_only(self) -> bool: ...
+
+
+#: one resource's answer: error code, error message, resource type, resource name
+ResourceResult = tuple[ErrorCode, str | None, int, str]
+
+
+class AlterResourceConfigsHandler(RequestHandler[AlterRequest[ResourceT]]):
     """What AlterConfigs and IncrementalAlterConfigs share: one answer per
     resource, in request order; a resource named twice is refused (each
     copy); then, with an authorizer, ALTER_CONFIGS on the topic (TOPIC) or
@@ -226,15 +254,12 @@ class AlterResourceConfigsHandler(RequestHandler):
     TOPIC_AUTHORIZATION_FAILED / CLUSTER_AUTHORIZATION_FAILED
     (``ControllerApis.authorizeAlterResource``); a KafkaError becomes its code
     and message, anything else UNKNOWN_SERVER_ERROR for that resource only.
-    Subclasses say how one resource is changed (:meth:`alter`) and which
-    response they answer with."""
+    Subclasses say how one resource is changed (:meth:`alter`) and build
+    their response (:meth:`response`)."""
 
-    #: AlterConfigsResponse or IncrementalAlterConfigsResponse (same shape)
-    RESPONSE: ClassVar[Any]
-
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: AlterRequest[ResourceT]) -> Reply:
         twice = duplicate_resources((r.resource_type, r.resource_name) for r in request.resources)
-        responses = []
+        results: list[ResourceResult] = []
         for resource in request.resources:
             code, message = ErrorCode.NONE, None
             try:
@@ -248,15 +273,8 @@ class AlterResourceConfigsHandler(RequestHandler):
                 log.exception("unexpected error altering configs of %s", resource.resource_name)
                 code, message = ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)
             ctx.count_error(code)
-            responses.append(
-                self.RESPONSE.AlterConfigsResourceResponse(
-                    error_code=code,
-                    error_message=message,
-                    resource_type=resource.resource_type,
-                    resource_name=resource.resource_name,
-                )
-            )
-        return self.RESPONSE(responses=responses)  # type: ignore[no-any-return]
+            results.append((code, message, resource.resource_type, resource.resource_name))
+        return self.response(results)
 
     def _check_authorized(self, ctx: RequestContext, resource_type: int, name: str) -> None:
         op = AclOperation.ALTER_CONFIGS
@@ -267,5 +285,9 @@ class AlterResourceConfigsHandler(RequestHandler):
             raise ClusterAuthorizationError("Cluster authorization failed.")
 
     @abc.abstractmethod
-    def alter(self, resource: Data, validate_only: bool) -> None:
+    def alter(self, resource: ResourceT, validate_only: bool) -> None:
         """Check (and unless ``validate_only``, apply) one resource's change."""
+
+    @abc.abstractmethod
+    def response(self, results: list[ResourceResult]) -> Data:
+        """The response carrying ``results``, one per resource in request order."""

@@ -22,17 +22,16 @@ from broker.handlers.authorization import authorized_operations
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.handlers.group_support import coordinator
-from broker.protocol.data import Data
-from broker.protocol.messages import ConsumerGroupDescribeResponse
+from broker.protocol.messages import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 from broker.security.acl import AclOperation, ResourceType
 
 
-class ConsumerGroupDescribeHandler(RequestHandler):
+class ConsumerGroupDescribeHandler(RequestHandler[ConsumerGroupDescribeRequest]):
     API_KEY = 69
     MIN_VERSION = 0
     MAX_VERSION = 1
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: ConsumerGroupDescribeRequest) -> Reply:
         refused = []
         described = []
         for group_id in request.group_ids:
@@ -66,7 +65,9 @@ class ConsumerGroupDescribeHandler(RequestHandler):
             ctx.count_error(g.error_code)
         return ConsumerGroupDescribeResponse(groups=groups)
 
-    def _may_see_topics(self, ctx: RequestContext, group: Data) -> bool:
+    def _may_see_topics(
+        self, ctx: RequestContext, group: ConsumerGroupDescribeResponse.DescribedGroup
+    ) -> bool:
         """DESCRIBE on every topic of the members' current and target assignments."""
         if self.broker.authorizer is None:
             return True
@@ -74,6 +75,7 @@ class ConsumerGroupDescribeHandler(RequestHandler):
             tp.topic_name
             for member in group.members
             for assignment in (member.assignment, member.target_assignment)
+            if assignment is not None  # always set by the coordinator (groups.py)
             for tp in assignment.topic_partitions
         }
         allowed = self.filter_authorized(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)

@@ -35,17 +35,16 @@ from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.handlers.group_support import caller, coordinator
-from broker.protocol.data import Data
-from broker.protocol.messages import ConsumerGroupHeartbeatResponse
+from broker.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from broker.security.acl import AclOperation, ResourceType
 
 
-class ConsumerGroupHeartbeatHandler(RequestHandler):
+class ConsumerGroupHeartbeatHandler(RequestHandler[ConsumerGroupHeartbeatRequest]):
     API_KEY = 68
     MIN_VERSION = 0
     MAX_VERSION = 1
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) -> Reply:
         if not self.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
             ctx.count_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
             return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -89,7 +88,9 @@ class ConsumerGroupHeartbeatHandler(RequestHandler):
         return describable
 
     @staticmethod
-    async def _parked(ctx: RequestContext, reply: GroupReply[Data]) -> Data:
+    async def _parked(
+        ctx: RequestContext, reply: GroupReply[ConsumerGroupHeartbeatResponse]
+    ) -> ConsumerGroupHeartbeatResponse:
         response = await reply
         ctx.count_error(response.error_code)
         return response

@@ -34,20 +34,19 @@ from broker.handlers.acl_requests import (
 )
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
-from broker.protocol.data import Data
-from broker.protocol.messages import CreateAclsResponse
+from broker.protocol.messages import CreateAclsRequest, CreateAclsResponse
 from broker.security.acl import AclBinding, AclOperation, check_new_binding
 from broker.security.acl_control import MAX_ACLS_PER_REQUEST, AclControl
 
 _Result = CreateAclsResponse.AclCreationResult
 
 
-class CreateAclsHandler(RequestHandler):
+class CreateAclsHandler(RequestHandler[CreateAclsRequest]):
     API_KEY = 30
     MIN_VERSION = 0
     MAX_VERSION = 3
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: CreateAclsRequest) -> Reply:
         creations = request.creations
         if not self.authorize_cluster(ctx, AclOperation.ALTER):
             return self._all(ctx, len(creations), ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
@@ -55,8 +54,8 @@ class CreateAclsHandler(RequestHandler):
         control = self.broker.acl_control
         if control is None:
             return self._all(ctx, len(creations), ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
-        results: list[Data] = []
-        valid: list[tuple[Data, AclBinding]] = []
+        results: list[_Result] = []
+        valid: list[tuple[_Result, AclBinding]] = []
         for creation in creations:
             binding = creation_binding(creation)
             result = _Result(error_code=ErrorCode.NONE, error_message=None)
@@ -80,9 +79,9 @@ class CreateAclsHandler(RequestHandler):
         self,
         ctx: RequestContext,
         control: AclControl,
-        response: Data,
-        valid: list[tuple[Data, AclBinding]],
-    ) -> Data:
+        response: CreateAclsResponse,
+        valid: list[tuple[_Result, AclBinding]],
+    ) -> CreateAclsResponse:
         try:
             await control.create([binding for _, binding in valid])
         except OSError as exc:
@@ -90,13 +89,13 @@ class CreateAclsHandler(RequestHandler):
         return self._counted(ctx, response)
 
     @staticmethod
-    def _counted(ctx: RequestContext, response: Data) -> Data:
+    def _counted(ctx: RequestContext, response: CreateAclsResponse) -> CreateAclsResponse:
         for result in response.results:
             ctx.count_error(result.error_code)
         return response
 
     @staticmethod
-    def _all(ctx: RequestContext, n: int, code: ErrorCode, message: str) -> Data:
+    def _all(ctx: RequestContext, n: int, code: ErrorCode, message: str) -> CreateAclsResponse:
         ctx.count_error(code, n)
         return CreateAclsResponse(
             results=[_Result(error_code=code, error_message=message) for _ in range(n)]

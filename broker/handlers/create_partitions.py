@@ -42,8 +42,7 @@ from broker.errors import (
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.handlers.create_topics import MAX_PARTITIONS_PER_REQUEST, check_assignment
-from broker.protocol.data import Data
-from broker.protocol.messages import CreatePartitionsResponse
+from broker.protocol.messages import CreatePartitionsRequest, CreatePartitionsResponse
 from broker.security.acl import AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
@@ -51,12 +50,12 @@ log = logging.getLogger(__name__)
 _Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
-class CreatePartitionsHandler(RequestHandler):
+class CreatePartitionsHandler(RequestHandler[CreatePartitionsRequest]):
     API_KEY = 37
     MIN_VERSION = 0
     MAX_VERSION = 3
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: CreatePartitionsRequest) -> Reply:
         counts = Counter(t.name for t in request.topics)
         budget = MAX_PARTITIONS_PER_REQUEST
         answered: set[str] = set()
@@ -84,7 +83,9 @@ class CreatePartitionsHandler(RequestHandler):
             results.append(_Result(name=name, error_code=code, error_message=message))
         return CreatePartitionsResponse(results=results)
 
-    def _grow(self, topic: Data, validate_only: bool, budget: int) -> int:
+    def _grow(
+        self, topic: CreatePartitionsRequest.CreatePartitionsTopic, validate_only: bool, budget: int
+    ) -> int:
         """Check (and unless ``validate_only`` create) the new partitions; how many."""
         rm = self.broker.replica_manager
         name = topic.name

@@ -60,8 +60,7 @@ from broker.handlers.config_changes import check_topic_overrides
 from broker.handlers.config_entries import topic_entries
 from broker.handlers.context import RequestContext
 from broker.log.checkpoints import random_uuid
-from broker.protocol.data import Data
-from broker.protocol.messages import CreateTopicsResponse
+from broker.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
 from broker.security.acl import AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
@@ -107,12 +106,12 @@ def check_replication_factor(replication_factor: int) -> None:
         )
 
 
-class CreateTopicsHandler(RequestHandler):
+class CreateTopicsHandler(RequestHandler[CreateTopicsRequest]):
     API_KEY = 19
     MIN_VERSION = 0
     MAX_VERSION = 7
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: CreateTopicsRequest) -> Reply:
         version = ctx.header.api_version
         counts = Counter(t.name for t in request.topics)
         budget = MAX_PARTITIONS_PER_REQUEST
@@ -164,8 +163,14 @@ class CreateTopicsHandler(RequestHandler):
         return CreateTopicsResponse(topics=results)
 
     def _create(
-        self, topic: Data, validate_only: bool, budget: int, version: int, *, describable: bool
-    ) -> tuple[Data, int]:
+        self,
+        topic: CreateTopicsRequest.CreatableTopic,
+        validate_only: bool,
+        budget: int,
+        version: int,
+        *,
+        describable: bool,
+    ) -> tuple[_Result, int]:
         broker = self.broker
         rm = broker.replica_manager
         name = topic.name
@@ -209,7 +214,7 @@ class CreateTopicsHandler(RequestHandler):
             ]
         return result, partitions
 
-    def _partition_count(self, topic: Data) -> int:
+    def _partition_count(self, topic: CreateTopicsRequest.CreatableTopic) -> int:
         """Partitions to create, after the replication-factor and assignment checks."""
         if topic.assignments:
             if topic.replication_factor != -1:

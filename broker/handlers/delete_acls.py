@@ -32,20 +32,19 @@ from broker.handlers.acl_requests import (
 )
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
-from broker.protocol.data import Data
-from broker.protocol.messages import DeleteAclsResponse
+from broker.protocol.messages import DeleteAclsRequest, DeleteAclsResponse
 from broker.security.acl import AclBinding, AclBindingFilter, AclOperation
 from broker.security.acl_control import MAX_ACLS_PER_REQUEST, AclControl
 
 _Result = DeleteAclsResponse.DeleteAclsFilterResult
 
 
-class DeleteAclsHandler(RequestHandler):
+class DeleteAclsHandler(RequestHandler[DeleteAclsRequest]):
     API_KEY = 31
     MIN_VERSION = 0
     MAX_VERSION = 3
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: DeleteAclsRequest) -> Reply:
         filters = request.filters
         if not self.authorize_cluster(ctx, AclOperation.ALTER):
             return self._all(ctx, len(filters), ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
@@ -53,8 +52,8 @@ class DeleteAclsHandler(RequestHandler):
         control = self.broker.acl_control
         if control is None:
             return self._all(ctx, len(filters), ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
-        results: list[Data] = []
-        valid: list[tuple[Data, AclBindingFilter]] = []
+        results: list[_Result] = []
+        valid: list[tuple[_Result, AclBindingFilter]] = []
         doomed: set[AclBinding] = set()
         for data in filters:
             wanted = binding_filter(data)
@@ -80,9 +79,9 @@ class DeleteAclsHandler(RequestHandler):
         self,
         ctx: RequestContext,
         control: AclControl,
-        response: Data,
-        valid: list[tuple[Data, AclBindingFilter]],
-    ) -> Data:
+        response: DeleteAclsResponse,
+        valid: list[tuple[_Result, AclBindingFilter]],
+    ) -> DeleteAclsResponse:
         try:
             deleted = await control.delete([f for _, f in valid])
         except OSError as exc:
@@ -106,13 +105,13 @@ class DeleteAclsHandler(RequestHandler):
         return self._counted(ctx, response)
 
     @staticmethod
-    def _counted(ctx: RequestContext, response: Data) -> Data:
+    def _counted(ctx: RequestContext, response: DeleteAclsResponse) -> DeleteAclsResponse:
         for result in response.filter_results:
             ctx.count_error(result.error_code)
         return response
 
     @staticmethod
-    def _all(ctx: RequestContext, n: int, code: ErrorCode, message: str) -> Data:
+    def _all(ctx: RequestContext, n: int, code: ErrorCode, message: str) -> DeleteAclsResponse:
         ctx.count_error(code, n)
         return DeleteAclsResponse(
             filter_results=[

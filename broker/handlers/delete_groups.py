@@ -18,17 +18,16 @@ from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.handlers.group_support import coordinator
-from broker.protocol.data import Data
-from broker.protocol.messages import DeleteGroupsResponse
+from broker.protocol.messages import DeleteGroupsRequest, DeleteGroupsResponse
 from broker.security.acl import AclOperation, ResourceType
 
 
-class DeleteGroupsHandler(RequestHandler):
+class DeleteGroupsHandler(RequestHandler[DeleteGroupsRequest]):
     API_KEY = 42
     MIN_VERSION = 0
     MAX_VERSION = 2
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: DeleteGroupsRequest) -> Reply:
         replies: list[tuple[str, GroupReply[ErrorCode]]] = []
         names = list(dict.fromkeys(request.groups_names))
         deletable = self.filter_authorized(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
@@ -50,7 +49,7 @@ class DeleteGroupsHandler(RequestHandler):
 
     async def _parked(
         self, ctx: RequestContext, replies: list[tuple[str, GroupReply[ErrorCode]]]
-    ) -> Data:
+    ) -> DeleteGroupsResponse:
         codes = await asyncio.gather(*(self._value(r) for _, r in replies))
         return self._answer(ctx, [(g, c) for (g, _), c in zip(replies, codes, strict=True)])
 
@@ -59,7 +58,7 @@ class DeleteGroupsHandler(RequestHandler):
         return await reply
 
     @staticmethod
-    def _answer(ctx: RequestContext, results: list[tuple[str, ErrorCode]]) -> Data:
+    def _answer(ctx: RequestContext, results: list[tuple[str, ErrorCode]]) -> DeleteGroupsResponse:
         for _, code in results:
             ctx.count_error(code)
         return DeleteGroupsResponse(

@@ -38,8 +38,7 @@ from broker.coordinator.group.coordinator import is_internal_topic
 from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
-from broker.protocol.data import Data
-from broker.protocol.messages import DeleteTopicsResponse
+from broker.protocol.messages import DeleteTopicsRequest, DeleteTopicsResponse
 from broker.security.acl import AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
@@ -48,12 +47,12 @@ ZERO_UUID = uuid.UUID(int=0)
 _Result = DeleteTopicsResponse.DeletableTopicResult
 
 
-class DeleteTopicsHandler(RequestHandler):
+class DeleteTopicsHandler(RequestHandler[DeleteTopicsRequest]):
     API_KEY = 20
     MIN_VERSION = 0
     MAX_VERSION = 6
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: DeleteTopicsRequest) -> Reply:
         version = ctx.header.api_version
         if version >= 6:
             wanted: list[tuple[str | None, uuid.UUID]] = [

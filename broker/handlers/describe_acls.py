@@ -31,17 +31,16 @@ from broker.handlers.acl_requests import (
 )
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
-from broker.protocol.data import Data
-from broker.protocol.messages import DescribeAclsResponse
+from broker.protocol.messages import DescribeAclsRequest, DescribeAclsResponse
 from broker.security.acl import AclOperation
 
 
-class DescribeAclsHandler(RequestHandler):
+class DescribeAclsHandler(RequestHandler[DescribeAclsRequest]):
     API_KEY = 29
     MIN_VERSION = 0
     MAX_VERSION = 3
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: DescribeAclsRequest) -> Reply:
         if not self.authorize_cluster(ctx, AclOperation.DESCRIBE):
             return self._error(ctx, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_DENIED)
         authorizer = self.broker.authorizer
@@ -75,6 +74,6 @@ class DescribeAclsHandler(RequestHandler):
         )
 
     @staticmethod
-    def _error(ctx: RequestContext, code: ErrorCode, message: str) -> Data:
+    def _error(ctx: RequestContext, code: ErrorCode, message: str) -> DescribeAclsResponse:
         ctx.count_error(code)
         return DescribeAclsResponse(error_code=code, error_message=message, resources=[])

@@ -25,8 +25,7 @@ from broker.errors import ErrorCode
 from broker.handlers.authorization import OPERATIONS_NOT_REQUESTED, authorized_operations
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
-from broker.protocol.data import Data
-from broker.protocol.messages import DescribeClusterResponse
+from broker.protocol.messages import DescribeClusterRequest, DescribeClusterResponse
 from broker.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 BROKER_ENDPOINT = 1
@@ -34,12 +33,12 @@ CONTROLLER_ENDPOINT = 2
 _ENDPOINT_NAMES = {BROKER_ENDPOINT: "BROKER", CONTROLLER_ENDPOINT: "CONTROLLER"}
 
 
-class DescribeClusterHandler(RequestHandler):
+class DescribeClusterHandler(RequestHandler[DescribeClusterRequest]):
     API_KEY = 60
     MIN_VERSION = 0
     MAX_VERSION = 1
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: DescribeClusterRequest) -> Reply:
         version = ctx.header.api_version
         wanted = request.endpoint_type
         if wanted != BROKER_ENDPOINT:

@@ -55,8 +55,7 @@ from broker.handlers.config_changes import (
 from broker.handlers.config_entries import ConfigEntry, broker_entries, topic_entries
 from broker.handlers.context import RequestContext
 from broker.partition.replica_manager import validate_topic_name
-from broker.protocol.data import Data
-from broker.protocol.messages import DescribeConfigsResponse
+from broker.protocol.messages import DescribeConfigsRequest, DescribeConfigsResponse
 from broker.security.acl import AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
@@ -64,12 +63,12 @@ log = logging.getLogger(__name__)
 _Result = DescribeConfigsResponse.DescribeConfigsResult
 
 
-class DescribeConfigsHandler(RequestHandler):
+class DescribeConfigsHandler(RequestHandler[DescribeConfigsRequest]):
     API_KEY = 32
     MIN_VERSION = 0
     MAX_VERSION = 4
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: DescribeConfigsRequest) -> Reply:
         version = ctx.header.api_version
         synonyms = version >= 1 and request.include_synonyms
         documentation = version >= 3 and request.include_documentation
@@ -140,7 +139,9 @@ class DescribeConfigsHandler(RequestHandler):
         return broker_entries(broker.config)
 
 
-def _config(entry: ConfigEntry, synonyms: bool, documentation: bool) -> Data:
+def _config(
+    entry: ConfigEntry, synonyms: bool, documentation: bool
+) -> DescribeConfigsResponse.DescribeConfigsResourceResult:
     return DescribeConfigsResponse.DescribeConfigsResourceResult(
         name=entry.name,
         value=entry.value,

@@ -23,17 +23,16 @@ from broker.handlers.authorization import authorized_operations
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.handlers.group_support import coordinator
-from broker.protocol.data import Data
-from broker.protocol.messages import DescribeGroupsResponse
+from broker.protocol.messages import DescribeGroupsRequest, DescribeGroupsResponse
 from broker.security.acl import AclOperation, ResourceType
 
 
-class DescribeGroupsHandler(RequestHandler):
+class DescribeGroupsHandler(RequestHandler[DescribeGroupsRequest]):
     API_KEY = 15
     MIN_VERSION = 0
     MAX_VERSION = 5
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: DescribeGroupsRequest) -> Reply:
         with_operations = ctx.header.api_version >= 3 and request.include_authorized_operations
         refused = []
         described = []

@@ -28,19 +28,18 @@ from broker.errors import ErrorCode
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.log.unified_log import UnifiedLog
-from broker.protocol.data import Data
-from broker.protocol.messages import DescribeLogDirsResponse
+from broker.protocol.messages import DescribeLogDirsRequest, DescribeLogDirsResponse
 from broker.security.acl import AclOperation
 
 log = logging.getLogger(__name__)
 
 
-class DescribeLogDirsHandler(RequestHandler):
+class DescribeLogDirsHandler(RequestHandler[DescribeLogDirsRequest]):
     API_KEY = 35
     MIN_VERSION = 0
     MAX_VERSION = 4
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: DescribeLogDirsRequest) -> Reply:
         if not self.authorize_cluster(ctx, AclOperation.DESCRIBE):
             ctx.count_error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
             return DescribeLogDirsResponse(

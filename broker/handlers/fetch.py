@@ -65,7 +65,7 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from dataclasses import dataclass
 
 from broker.errors import ErrorCode, KafkaError
@@ -75,8 +75,7 @@ from broker.handlers.context import RequestContext, TopicMeters
 from broker.handlers.file_region import FileRegion
 from broker.log.segment import FetchDataInfo
 from broker.partition.partition import LEADER_EPOCH, Partition
-from broker.protocol.data import Data
-from broker.protocol.messages import FetchResponse
+from broker.protocol.messages import FetchRequest, FetchResponse
 from broker.records.batch import MAGIC_V0, MAGIC_V1
 from broker.records.downconvert import down_convert
 from broker.records.entries import iter_file_entries
@@ -116,12 +115,12 @@ class _Wanted:
     error: ErrorCode | None  # decided before any read
 
 
-class FetchHandler(RequestHandler):
+class FetchHandler(RequestHandler[FetchRequest]):
     API_KEY = 1
     MIN_VERSION = 0
     MAX_VERSION = 16
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: FetchRequest) -> Reply:
         version = ctx.header.api_version
         if (
             version >= 7
@@ -147,7 +146,7 @@ class FetchHandler(RequestHandler):
     # ---- resolving what is asked -------------------------------------------------------------
 
     def _readable(
-        self, ctx: RequestContext, request: Data, version: int
+        self, ctx: RequestContext, request: FetchRequest, version: int
     ) -> Callable[[str], bool] | None:
         """Whether the principal may read a topic (None: every topic). Followers
         need CLUSTER_ACTION on the cluster instead (``KafkaApis.handleFetchRequest``)."""
@@ -175,7 +174,7 @@ class FetchHandler(RequestHandler):
         return readable
 
     def _resolve(
-        self, request: Data, version: int, readable: Callable[[str], bool] | None
+        self, request: FetchRequest, version: int, readable: Callable[[str], bool] | None
     ) -> list[_Wanted]:
         rm = self.broker.replica_manager
         log_manager = self.broker.log_manager
@@ -230,15 +229,15 @@ class FetchHandler(RequestHandler):
     # ---- reading -------------------------------------------------------------------------------
 
     def _read_all(
-        self, ctx: RequestContext, request: Data, wanted: list[_Wanted], version: int
-    ) -> tuple[Data, int, bool]:
+        self, ctx: RequestContext, request: FetchRequest, wanted: list[_Wanted], version: int
+    ) -> tuple[FetchResponse, int, bool]:
         """One pass over every partition: (response, bytes of records, any error)."""
         budget = request.max_bytes if version >= 3 else 2**31 - 1
         min_one_message = version >= 3  # v0-v2: hard max bytes limit
         read_committed = version >= 4 and request.isolation_level == READ_COMMITTED
         magic = down_convert_magic(version)
         meters = self.broker.meters
-        by_topic: dict[tuple[str, uuid.UUID], list[Data]] = {}
+        by_topic: dict[tuple[str, uuid.UUID], list[FetchResponse.PartitionData]] = {}
         total = 0
         failed = False
         ctx.conversions_time_ns = 0
@@ -259,7 +258,8 @@ class FetchHandler(RequestHandler):
                 magic=magic,
                 meters=tm,
             )
-            size = len(part_resp.records)
+            records = part_resp.records
+            size = len(records) if records is not None else 0
             if size:
                 total += size
                 budget = max(budget - size, 0)
@@ -287,7 +287,7 @@ class FetchHandler(RequestHandler):
         read_committed: bool,
         magic: int | None,
         meters: TopicMeters | None,
-    ) -> Data:
+    ) -> FetchResponse.PartitionData:
         partition = w.partition
         if w.error is not None or partition is None:
             return self._error(w.index, w.error or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -295,7 +295,7 @@ class FetchHandler(RequestHandler):
         hw = lg.high_watermark
         assert meters is not None
         meters.fetch_requests.inc()
-        records: object = b""
+        records: Sized = b""
         try:
             # at the high watermark there is nothing to read (the poll of an idle
             # partition): no lookup in the log's segments
@@ -334,7 +334,7 @@ class FetchHandler(RequestHandler):
         magic: int | None,
         meters: TopicMeters,
         limit: int,
-    ) -> object:
+    ) -> Sized:
         region = info.records
         assert region is not None
         if magic is None:
@@ -360,7 +360,7 @@ class FetchHandler(RequestHandler):
         return converted.records
 
     @staticmethod
-    def _error(index: int, code: ErrorCode) -> Data:
+    def _error(index: int, code: ErrorCode) -> FetchResponse.PartitionData:
         """A failed partition: no records, offsets unknown (-1), whatever the
         error, OFFSET_OUT_OF_RANGE included (``ReplicaManager.createLogReadResult(e)``
         without tiered storage; ``FetchResponse.partitionResponse``)."""
@@ -380,12 +380,12 @@ class FetchHandler(RequestHandler):
     async def _long_poll(
         self,
         ctx: RequestContext,
-        request: Data,
+        request: FetchRequest,
         wanted: list[_Wanted],
         *,
         version: int,
         timeout_s: float,
-    ) -> Data:
+    ) -> FetchResponse:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         partitions = {id(w.partition): w.partition for w in wanted if w.partition is not None}
@@ -411,7 +411,7 @@ class FetchHandler(RequestHandler):
 
     # ---- bookkeeping -----------------------------------------------------------------------
 
-    def _account(self, ctx: RequestContext, response: Data) -> None:
+    def _account(self, ctx: RequestContext, response: FetchResponse) -> None:
         """Error counts and BytesOut, once per answered request."""
         meters = self.broker.meters
         counts: dict[int, int] = {}

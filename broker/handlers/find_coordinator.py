@@ -38,8 +38,7 @@ from __future__ import annotations
 from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
-from broker.protocol.data import Data
-from broker.protocol.messages import FindCoordinatorResponse
+from broker.protocol.messages import FindCoordinatorRequest, FindCoordinatorResponse
 from broker.security.acl import AclOperation, ResourceType
 
 GROUP = 0
@@ -65,7 +64,7 @@ def coordinator_error(key_type: int, version: int) -> tuple[ErrorCode, str]:
     return ErrorCode.COORDINATOR_NOT_AVAILABLE, message
 
 
-class FindCoordinatorHandler(RequestHandler):
+class FindCoordinatorHandler(RequestHandler[FindCoordinatorRequest]):
     API_KEY = 10
     MIN_VERSION = 0
     MAX_VERSION = 6
@@ -87,7 +86,7 @@ class FindCoordinatorHandler(RequestHandler):
             return ErrorCode.NONE, None
         return coordinator_error(key_type, version)
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: FindCoordinatorRequest) -> Reply:
         version = ctx.header.api_version
         key_type = request.key_type if version >= 1 else GROUP
         if version < 4:

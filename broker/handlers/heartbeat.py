@@ -17,17 +17,16 @@ from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.handlers.group_support import coordinator
-from broker.protocol.data import Data
-from broker.protocol.messages import HeartbeatResponse
+from broker.protocol.messages import HeartbeatRequest, HeartbeatResponse
 from broker.security.acl import AclOperation, ResourceType
 
 
-class HeartbeatHandler(RequestHandler):
+class HeartbeatHandler(RequestHandler[HeartbeatRequest]):
     API_KEY = 12
     MIN_VERSION = 0
     MAX_VERSION = 4
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: HeartbeatRequest) -> Reply:
         if not self.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
             ctx.count_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
             return HeartbeatResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)

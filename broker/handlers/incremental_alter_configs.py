@@ -33,6 +33,7 @@ from __future__ import annotations
 from broker.handlers.config_changes import (
     BROKER,
     AlterResourceConfigsHandler,
+    ResourceResult,
     apply_incremental,
     change_topic_config,
     check_broker_resource,
@@ -41,17 +42,20 @@ from broker.handlers.config_changes import (
     check_topic_resource,
     check_unique_names,
 )
-from broker.protocol.data import Data
-from broker.protocol.messages import IncrementalAlterConfigsResponse
+from broker.protocol.messages import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
+
+_Resource = IncrementalAlterConfigsRequest.AlterConfigsResource
 
 
-class IncrementalAlterConfigsHandler(AlterResourceConfigsHandler):
+class IncrementalAlterConfigsHandler(AlterResourceConfigsHandler[_Resource]):
     API_KEY = 44
     MIN_VERSION = 0
     MAX_VERSION = 1
-    RESPONSE = IncrementalAlterConfigsResponse
 
-    def alter(self, resource: Data, validate_only: bool) -> None:
+    def alter(self, resource: _Resource, validate_only: bool) -> None:
         changes = [(c.name, c.config_operation, c.value) for c in resource.configs]
         names = [name for name, _, _ in changes]
         check_unique_names(names)
@@ -65,3 +69,16 @@ class IncrementalAlterConfigsHandler(AlterResourceConfigsHandler):
         store = self.broker.log_manager.config_store
         overrides = apply_incremental(store.overrides(name), store.config(name), changes)
         change_topic_config(self.broker, name, overrides, validate_only)
+
+    def response(self, results: list[ResourceResult]) -> IncrementalAlterConfigsResponse:
+        return IncrementalAlterConfigsResponse(
+            responses=[
+                IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
+                    error_code=code,
+                    error_message=message,
+                    resource_type=resource_type,
+                    resource_name=resource_name,
+                )
+                for code, message, resource_type, resource_name in results
+            ]
+        )

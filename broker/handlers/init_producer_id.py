@@ -25,17 +25,16 @@ from broker.errors import ErrorCode
 from broker.handlers.authorization import authorize_by_resource_type, report_denied
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
-from broker.protocol.data import Data
-from broker.protocol.messages import InitProducerIdResponse
+from broker.protocol.messages import InitProducerIdRequest, InitProducerIdResponse
 from broker.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 
-class InitProducerIdHandler(RequestHandler):
+class InitProducerIdHandler(RequestHandler[InitProducerIdRequest]):
     API_KEY = 22
     MIN_VERSION = 0
     MAX_VERSION = 5
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: InitProducerIdRequest) -> Reply:
         if request.transactional_id is not None:
             code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
             ctx.count_error(code)

@@ -28,12 +28,11 @@ from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.handlers.group_support import caller, coordinator
-from broker.protocol.data import Data
-from broker.protocol.messages import JoinGroupResponse
+from broker.protocol.messages import JoinGroupRequest, JoinGroupResponse
 from broker.security.acl import AclOperation, ResourceType
 
 
-def for_version(response: Data, version: int) -> Data:
+def for_version(response: JoinGroupResponse, version: int) -> JoinGroupResponse:
     """``new JoinGroupResponse(data, version)``: protocol_name per version."""
     if version < 7 and response.protocol_name is None:
         response.protocol_name = ""
@@ -44,12 +43,12 @@ def for_version(response: Data, version: int) -> Data:
     return response
 
 
-class JoinGroupHandler(RequestHandler):
+class JoinGroupHandler(RequestHandler[JoinGroupRequest]):
     API_KEY = 11
     MIN_VERSION = 0
     MAX_VERSION = 9
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: JoinGroupRequest) -> Reply:
         version = ctx.header.api_version
         if not self.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
             ctx.count_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -71,7 +70,9 @@ class JoinGroupHandler(RequestHandler):
         return self._parked(ctx, reply, version)
 
     @staticmethod
-    async def _parked(ctx: RequestContext, reply: GroupReply[Data], version: int) -> Data:
+    async def _parked(
+        ctx: RequestContext, reply: GroupReply[JoinGroupResponse], version: int
+    ) -> JoinGroupResponse:
         response = await reply
         ctx.count_error(response.error_code)
         return for_version(response, version)

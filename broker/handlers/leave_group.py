@@ -19,17 +19,16 @@ from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.handlers.group_support import coordinator
-from broker.protocol.data import Data
 from broker.protocol.messages import LeaveGroupRequest, LeaveGroupResponse
 from broker.security.acl import AclOperation, ResourceType
 
 
-class LeaveGroupHandler(RequestHandler):
+class LeaveGroupHandler(RequestHandler[LeaveGroupRequest]):
     API_KEY = 13
     MIN_VERSION = 0
     MAX_VERSION = 5
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: LeaveGroupRequest) -> Reply:
         version = ctx.header.api_version
         if not self.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
             ctx.count_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -46,11 +45,15 @@ class LeaveGroupHandler(RequestHandler):
         return self._parked(ctx, version, reply)
 
     @staticmethod
-    async def _parked(ctx: RequestContext, version: int, reply: GroupReply[Data]) -> Data:
+    async def _parked(
+        ctx: RequestContext, version: int, reply: GroupReply[LeaveGroupResponse]
+    ) -> LeaveGroupResponse:
         return _answered(ctx, version, await reply)
 
 
-def _answered(ctx: RequestContext, version: int, response: Data) -> Data:
+def _answered(
+    ctx: RequestContext, version: int, response: LeaveGroupResponse
+) -> LeaveGroupResponse:
     """v0-2 carry the one member's error at the top level."""
     if version < 3 and response.error_code == ErrorCode.NONE and len(response.members) == 1:
         response = LeaveGroupResponse(error_code=response.members[0].error_code)

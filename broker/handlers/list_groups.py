@@ -20,17 +20,16 @@ from broker.errors import KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.handlers.group_support import coordinator
-from broker.protocol.data import Data
-from broker.protocol.messages import ListGroupsResponse
+from broker.protocol.messages import ListGroupsRequest, ListGroupsResponse
 from broker.security.acl import AclOperation, ResourceType
 
 
-class ListGroupsHandler(RequestHandler):
+class ListGroupsHandler(RequestHandler[ListGroupsRequest]):
     API_KEY = 16
     MIN_VERSION = 0
     MAX_VERSION = 5
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: ListGroupsRequest) -> Reply:
         every_group = self.authorize_cluster(ctx, AclOperation.DESCRIBE, report_denial=False)
         try:
             response = coordinator(self.broker).list_groups(

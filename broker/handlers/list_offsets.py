@@ -59,8 +59,7 @@ from broker.log.unified_log import (
     UnifiedLog,
 )
 from broker.partition.partition import LEADER_EPOCH, Partition
-from broker.protocol.data import Data
-from broker.protocol.messages import ListOffsetsResponse
+from broker.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 from broker.security.acl import AclOperation, ResourceType
 
 log = logging.getLogger(__name__)
@@ -119,12 +118,15 @@ def legacy_offsets_before(log_: UnifiedLog, timestamp: int, max_num_offsets: int
     return [offset_times[index - j][0] for j in range(count)]
 
 
-class ListOffsetsHandler(RequestHandler):
+_PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
+
+
+class ListOffsetsHandler(RequestHandler[ListOffsetsRequest]):
     API_KEY = 2
     MIN_VERSION = 0
     MAX_VERSION = 9
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: ListOffsetsRequest) -> Reply:
         version = ctx.header.api_version
         isolation: int | None = None
         bad_isolation = False
@@ -143,7 +145,7 @@ class ListOffsetsHandler(RequestHandler):
         rm = self.broker.replica_manager
         topics = []
         for topic in request.topics:
-            partitions: list[Data] = []
+            partitions: list[_PartitionResponse] = []
             if not self.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
                 partitions.extend(
                     self._error(ctx, p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
@@ -181,11 +183,11 @@ class ListOffsetsHandler(RequestHandler):
         ctx: RequestContext,
         version: int,
         partition: Partition | None,
-        p: Data,
+        p: ListOffsetsRequest.ListOffsetsPartition,
         isolation: int | None,
         *,
         topic: str,
-    ) -> Data:
+    ) -> _PartitionResponse:
         index = p.partition_index
         timestamp = p.timestamp
         if timestamp < 0 and version < TIMESTAMP_MIN_VERSION.get(timestamp, version + 1):
@@ -227,7 +229,12 @@ class ListOffsetsHandler(RequestHandler):
 
     # ---- v0 -----------------------------------------------------------------------------------
 
-    def _v0(self, ctx: RequestContext, partition: Partition | None, p: Data) -> Data:
+    def _v0(
+        self,
+        ctx: RequestContext,
+        partition: Partition | None,
+        p: ListOffsetsRequest.ListOffsetsPartition,
+    ) -> _PartitionResponse:
         index = p.partition_index
         if p.timestamp < EARLIEST_TIMESTAMP:
             return self._error(ctx, index, ErrorCode.UNSUPPORTED_VERSION)
@@ -242,6 +249,6 @@ class ListOffsetsHandler(RequestHandler):
         )
 
     @staticmethod
-    def _error(ctx: RequestContext, index: int, code: ErrorCode) -> Data:
+    def _error(ctx: RequestContext, index: int, code: ErrorCode) -> _PartitionResponse:
         ctx.count_error(code)
         return _Partition(partition_index=index, error_code=code)

@@ -50,24 +50,23 @@ from broker.handlers.authorization import OPERATIONS_NOT_REQUESTED, authorized_o
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.partition.partition import LEADER_EPOCH
-from broker.protocol.data import Data
-from broker.protocol.messages import MetadataResponse
+from broker.protocol.messages import MetadataRequest, MetadataResponse
 from broker.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 ZERO_UUID = uuid.UUID(int=0)
 
 
-class MetadataHandler(RequestHandler):
+class MetadataHandler(RequestHandler[MetadataRequest]):
     API_KEY = 3
     MIN_VERSION = 0
     MAX_VERSION = 12
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: MetadataRequest) -> Reply:
         broker = self.broker
         version = ctx.header.api_version
         rm = broker.replica_manager
-        every_topic = request.topics is None or (version == 0 and not request.topics)
-        if every_topic:
+        requested = request.topics
+        if requested is None or (version == 0 and not requested):
             names = sorted(rm.topics())
             if broker.authorizer is not None:
                 # not listed, not reported: the client did not name them (logIfDenied=false)
@@ -80,7 +79,7 @@ class MetadataHandler(RequestHandler):
                 ]
             wanted: list[tuple[str | None, uuid.UUID]] = [(t, ZERO_UUID) for t in names]
         else:
-            wanted = [(t.name, t.topic_id or ZERO_UUID) for t in request.topics]
+            wanted = [(t.name, t.topic_id or ZERO_UUID) for t in requested]
         allow_auto = bool(broker.config.get("auto.create.topics.enable")) and (
             version < 4 or request.allow_auto_topic_creation
         )
@@ -128,7 +127,7 @@ class MetadataHandler(RequestHandler):
         topic_id: uuid.UUID,
         allow_auto: bool,
         with_operations: bool,
-    ) -> Data:
+    ) -> MetadataResponse.MetadataResponseTopic:
         broker = self.broker
         rm = broker.replica_manager
         by_id = name is None
@@ -196,6 +195,8 @@ class MetadataHandler(RequestHandler):
         )
 
     @staticmethod
-    def _error_topic(ctx: RequestContext, name: str, code: ErrorCode) -> Data:
+    def _error_topic(
+        ctx: RequestContext, name: str, code: ErrorCode
+    ) -> MetadataResponse.MetadataResponseTopic:
         ctx.count_error(code)
         return MetadataResponse.MetadataResponseTopic(error_code=code, name=name, partitions=[])

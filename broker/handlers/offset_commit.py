@@ -32,17 +32,16 @@ from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.handlers.group_support import coordinator
-from broker.protocol.data import Data
 from broker.protocol.messages import OffsetCommitRequest, OffsetCommitResponse
 from broker.security.acl import AclOperation, ResourceType
 
 
-class OffsetCommitHandler(RequestHandler):
+class OffsetCommitHandler(RequestHandler[OffsetCommitRequest]):
     API_KEY = 8
     MIN_VERSION = 0
     MAX_VERSION = 9
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: OffsetCommitRequest) -> Reply:
         if not self.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
             refused = commit_error_response(request.topics, ErrorCode.GROUP_AUTHORIZATION_FAILED)
             for t in refused.topics:
@@ -87,26 +86,26 @@ class OffsetCommitHandler(RequestHandler):
     async def _parked(
         self,
         ctx: RequestContext,
-        request: Data,
-        reply: GroupReply[Data],
+        request: OffsetCommitRequest,
+        reply: GroupReply[OffsetCommitResponse],
         refused: dict[str, tuple[ErrorCode, list[int]]],
-    ) -> Data:
+    ) -> OffsetCommitResponse:
         return self._answer(ctx, request, await reply, refused)
 
     @staticmethod
     def _answer(
         ctx: RequestContext,
-        request: Data,
-        committed: Data | None,
+        request: OffsetCommitRequest,
+        committed: OffsetCommitResponse | None,
         refused: dict[str, tuple[ErrorCode, list[int]]],
-    ) -> Data:
+    ) -> OffsetCommitResponse:
         """The response in the request's topic order: refused partitions (unauthorized
         topics, unknown partitions) first, as ``OffsetCommitResponse.Builder`` adds them
         before merging the coordinator's."""
         codes: dict[tuple[str, int], int] = {}
-        for topic in committed.topics if committed is not None else []:
-            for p in topic.partitions:
-                codes[(topic.name, p.partition_index)] = p.error_code
+        for answered in committed.topics if committed is not None else []:
+            for done in answered.partitions:
+                codes[(answered.name, done.partition_index)] = done.error_code
         topics = []
         for topic in request.topics:
             refused_code, missing = refused.get(topic.name, (ErrorCode.NONE, []))
@@ -124,8 +123,8 @@ class OffsetCommitHandler(RequestHandler):
                             partition_index=p.partition_index, error_code=code
                         )
                     )
-            for p in partitions:
-                ctx.count_error(p.error_code)
+            for result in partitions:
+                ctx.count_error(result.error_code)
             topics.append(
                 OffsetCommitResponse.OffsetCommitResponseTopic(
                     name=topic.name, partitions=partitions

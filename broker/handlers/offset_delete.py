@@ -21,7 +21,6 @@ from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.handlers.group_support import coordinator
-from broker.protocol.data import Data
 from broker.protocol.messages import OffsetDeleteRequest, OffsetDeleteResponse
 from broker.security.acl import AclOperation, ResourceType
 
@@ -29,7 +28,7 @@ from broker.security.acl import AclOperation, ResourceType
 Refused = list[tuple[str, list[tuple[int, ErrorCode]]]]
 
 
-def _count(ctx: RequestContext, response: Data) -> Data:
+def _count(ctx: RequestContext, response: OffsetDeleteResponse) -> OffsetDeleteResponse:
     ctx.count_error(response.error_code)
     for t in response.topics:
         for p in t.partitions:
@@ -37,11 +36,11 @@ def _count(ctx: RequestContext, response: Data) -> Data:
     return response
 
 
-def merge(refused: Refused, deleted: Data) -> Data:
+def merge(refused: Refused, deleted: OffsetDeleteResponse) -> OffsetDeleteResponse:
     """``OffsetDeleteResponse.Builder``: the handler's partitions, then the shard's."""
     if deleted.error_code != ErrorCode.NONE or not refused:
         return deleted
-    topics: dict[str, Data] = {}
+    topics: dict[str, OffsetDeleteResponse.OffsetDeleteResponseTopic] = {}
     for name, partitions in refused:
         topic = topics.setdefault(name, OffsetDeleteResponse.OffsetDeleteResponseTopic(name=name))
         topic.partitions.extend(
@@ -57,12 +56,12 @@ def merge(refused: Refused, deleted: Data) -> Data:
     return OffsetDeleteResponse(topics=list(topics.values()))
 
 
-class OffsetDeleteHandler(RequestHandler):
+class OffsetDeleteHandler(RequestHandler[OffsetDeleteRequest]):
     API_KEY = 47
     MIN_VERSION = 0
     MAX_VERSION = 0
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: OffsetDeleteRequest) -> Reply:
         if not self.authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, request.group_id):
             return _count(
                 ctx, OffsetDeleteResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -108,5 +107,7 @@ class OffsetDeleteHandler(RequestHandler):
         return self._parked(ctx, refused, reply)
 
     @staticmethod
-    async def _parked(ctx: RequestContext, refused: Refused, reply: GroupReply[Data]) -> Data:
+    async def _parked(
+        ctx: RequestContext, refused: Refused, reply: GroupReply[OffsetDeleteResponse]
+    ) -> OffsetDeleteResponse:
         return _count(ctx, merge(refused, await reply))

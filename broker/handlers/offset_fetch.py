@@ -27,16 +27,18 @@ group a member must be known (UNKNOWN_MEMBER_ID) at its current epoch
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from broker.coordinator.group.offsets import FetchTopic
 from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.handlers.group_support import coordinator
-from broker.protocol.data import Data
-from broker.protocol.messages import OffsetFetchResponse
+from broker.protocol.messages import OffsetFetchRequest, OffsetFetchResponse
 from broker.security.acl import AclOperation, ResourceType
 
 
-class OffsetFetchHandler(RequestHandler):
+class OffsetFetchHandler(RequestHandler[OffsetFetchRequest]):
     API_KEY = 9
     MIN_VERSION = 0
     MAX_VERSION = 9
@@ -45,10 +47,10 @@ class OffsetFetchHandler(RequestHandler):
         self,
         ctx: RequestContext,
         group_id: str,
-        topics: list[Data] | None,
+        topics: Sequence[FetchTopic] | None,
         member_id: str | None = None,
         member_epoch: int = -1,
-    ) -> Data:
+    ) -> OffsetFetchResponse.OffsetFetchResponseGroup:
         if not self.authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
             return OffsetFetchResponse.OffsetFetchResponseGroup(
                 group_id=group_id, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED
@@ -89,7 +91,7 @@ class OffsetFetchHandler(RequestHandler):
                 )
         return group
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: OffsetFetchRequest) -> Reply:
         version = ctx.header.api_version
         if version >= 8:
             groups = [

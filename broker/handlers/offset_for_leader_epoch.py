@@ -35,19 +35,18 @@ from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.handlers.list_offsets import check_current_leader_epoch
 from broker.log.leader_epoch import UNDEFINED_EPOCH_OFFSET
-from broker.protocol.data import Data
-from broker.protocol.messages import OffsetForLeaderEpochResponse
+from broker.protocol.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from broker.security.acl import AclOperation, ResourceType
 
 _EpochEndOffset = OffsetForLeaderEpochResponse.EpochEndOffset
 
 
-class OffsetForLeaderEpochHandler(RequestHandler):
+class OffsetForLeaderEpochHandler(RequestHandler[OffsetForLeaderEpochRequest]):
     API_KEY = 23
     MIN_VERSION = 0
     MAX_VERSION = 4
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> Reply:
         rm = self.broker.replica_manager
         every_topic = self.broker.authorizer is None or self.authorize_cluster(
             ctx, AclOperation.CLUSTER_ACTION, report_denial=False

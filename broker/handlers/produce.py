@@ -86,7 +86,7 @@ from broker.handlers.delayed import DelayedReply
 from broker.log.unified_log import UnifiedLog
 from broker.partition.partition import AppendOutcome, Partition
 from broker.protocol.data import Data
-from broker.protocol.messages import ProduceResponse
+from broker.protocol.messages import ProduceRequest, ProduceResponse
 from broker.records.batch import (
     ATTRIBUTES_OFFSET,
     LENGTH_OFFSET,
@@ -124,6 +124,12 @@ _TOPIC_CODE = int(_TOPIC)
 MAX_RESPONSE_RECORD_ERRORS = 1000
 
 
+_PartitionResponse = ProduceResponse.PartitionProduceResponse
+#: the place of a queued partition's response in its topic's list until the
+#: append is done (``_after_queued`` puts the real one in its slot)
+_PENDING = _PartitionResponse()
+
+
 class _ErrorListing:
     """What is left of one response's record error budget."""
 
@@ -132,7 +138,9 @@ class _ErrorListing:
     def __init__(self) -> None:
         self.left = MAX_RESPONSE_RECORD_ERRORS
 
-    def take(self, exc: RecordValidationError) -> tuple[list[Data], str]:
+    def take(
+        self, exc: RecordValidationError
+    ) -> tuple[list[ProduceResponse.BatchIndexAndErrorMessage], str]:
         """The record_errors and error_message of a partition's response."""
         listed = exc.record_errors[: self.left]
         self.left -= len(listed)
@@ -157,7 +165,7 @@ class _ErrorListing:
         ], message
 
 
-def _any_transactional(request: Data) -> bool:
+def _any_transactional(request: ProduceRequest) -> bool:
     """``RequestUtils.hasTransactionalRecords``: a partition's first batch is."""
     for td in request.topic_data:
         for pd in td.partition_data:
@@ -184,7 +192,7 @@ def _first_batch_transactional(records: memoryview) -> bool:
 class _Queued:
     """A partition whose append was queued (validated on a worker thread)."""
 
-    responses: list[Data | None]
+    responses: list[_PartitionResponse]
     slot: int
     partition: Partition
     size: int
@@ -192,7 +200,7 @@ class _Queued:
     job: asyncio.Future[AppendOutcome]
 
 
-class ProduceHandler(RequestHandler):
+class ProduceHandler(RequestHandler[ProduceRequest]):
     API_KEY = 0
     MIN_VERSION = 0
     MAX_VERSION = 11
@@ -204,7 +212,7 @@ class ProduceHandler(RequestHandler):
         #: the authorizer (set before the handlers are built), None without one
         self._authorizer = broker.authorizer
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: ProduceRequest) -> Reply:
         version = ctx.header.api_version
         acks = request.acks
         if _any_transactional(request):
@@ -233,7 +241,7 @@ class ProduceHandler(RequestHandler):
 
         rm = self.broker.replica_manager
         meters = self.broker.meters
-        durable: list[tuple[UnifiedLog, int, Data]] = []
+        durable: list[tuple[UnifiedLog, int, _PartitionResponse]] = []
         listing = _ErrorListing()
         queued: list[_Queued] = []
         min_isr_check = acks == -1
@@ -245,7 +253,7 @@ class ProduceHandler(RequestHandler):
         for td in request.topic_data:
             name = td.name
             tmeters: TopicMeters | None = None
-            responses: list[Data | None] = []
+            responses: list[_PartitionResponse] = []
             if denied and name in denied:
                 message = f"Not authorized to access topics: [{name}]"
                 responses.extend(
@@ -314,7 +322,9 @@ class ProduceHandler(RequestHandler):
                                 _Queued(responses, len(responses), partition, records.nbytes,
                                         tmeters, got)
                             )  # fmt: skip
-                            responses.append(None)  # its response once the append is done
+                            responses.append(
+                                _PENDING
+                            )  # replaced by its response once the append is done
                             continue
                         resp = got
                 any_error = any_error or resp.error_code != ErrorCode.NONE
@@ -338,9 +348,9 @@ class ProduceHandler(RequestHandler):
     def _answer(
         self,
         ctx: RequestContext,
-        request: Data,
-        response: Data,
-        durable: list[tuple[UnifiedLog, int, Data]],
+        request: ProduceRequest,
+        response: ProduceResponse,
+        durable: list[tuple[UnifiedLog, int, _PartitionResponse]],
         any_error: bool,
     ) -> Reply:
         """Once every partition is appended: acks 0 / 1 / all."""
@@ -365,7 +375,7 @@ class ProduceHandler(RequestHandler):
             return response  # durable already
         return answered
 
-    def _denied_topics(self, ctx: RequestContext, request: Data) -> set[str] | None:
+    def _denied_topics(self, ctx: RequestContext, request: ProduceRequest) -> set[str] | None:
         """The request's topics the principal may not WRITE (None: all allowed). Each
         topic costs one lookup in the authorizer's cached decisions; a denial is
         reported once per topic (``filterByAuthorized``)."""
@@ -399,10 +409,10 @@ class ProduceHandler(RequestHandler):
         version: int,
         tmeters: TopicMeters,
         min_isr_check: bool,
-        durable: list[tuple[UnifiedLog, int, Data]],
+        durable: list[tuple[UnifiedLog, int, _PartitionResponse]],
         listing: _ErrorListing,
         inline: bool,
-    ) -> Data | asyncio.Future[AppendOutcome]:
+    ) -> _PartitionResponse | asyncio.Future[AppendOutcome]:
         tmeters.produce_requests.inc()
         size = records.nbytes
         log_ = partition.log
@@ -446,7 +456,7 @@ class ProduceHandler(RequestHandler):
         tmeters: TopicMeters,
         listing: _ErrorListing,
         exc: BaseException,
-    ) -> Data:
+    ) -> _PartitionResponse:
         """A partition's response and meters for an append that raised."""
         log_ = partition.log
         if isinstance(exc, RecordValidationError):
@@ -510,9 +520,9 @@ class ProduceHandler(RequestHandler):
         *,
         size: int,
         tmeters: TopicMeters,
-        durable: list[tuple[UnifiedLog, int, Data]],
+        durable: list[tuple[UnifiedLog, int, _PartitionResponse]],
         outcome: AppendOutcome,
-    ) -> Data:
+    ) -> _PartitionResponse:
         """A partition's response and meters for a successful append."""
         log_ = partition.log
         ctx.count_error(ErrorCode.NONE)
@@ -543,7 +553,7 @@ class ProduceHandler(RequestHandler):
     @staticmethod
     def _error(
         ctx: RequestContext, index: int, code: ErrorCode, message: str | None, version: int
-    ) -> Data:
+    ) -> _PartitionResponse:
         ctx.count_error(code)
         return ProduceResponse.PartitionProduceResponse(
             index=index,
@@ -557,7 +567,7 @@ class ProduceHandler(RequestHandler):
     def _fail_all(
         self,
         ctx: RequestContext,
-        request: Data,
+        request: ProduceRequest,
         code: ErrorCode,
         message: str | None,
         acks: int,
@@ -592,11 +602,11 @@ class ProduceHandler(RequestHandler):
     async def _after_queued(
         self,
         ctx: RequestContext,
-        request: Data,
-        response: Data,
+        request: ProduceRequest,
+        response: ProduceResponse,
         *,
         queued: list[_Queued],
-        durable: list[tuple[UnifiedLog, int, Data]],
+        durable: list[tuple[UnifiedLog, int, _PartitionResponse]],
         listing: _ErrorListing,
         any_error: bool,
     ) -> Data | None:
@@ -630,8 +640,8 @@ class ProduceHandler(RequestHandler):
     def _flushed(
         self,
         ctx: RequestContext,
-        response: Data,
-        durable: Sequence[tuple[UnifiedLog, int, Data]],
+        response: ProduceResponse,
+        durable: Sequence[tuple[UnifiedLog, int, _PartitionResponse]],
         answered: DelayedReply[Data],
         outcome: bool | BaseException,
     ) -> None:
@@ -648,7 +658,9 @@ class ProduceHandler(RequestHandler):
 
     @staticmethod
     def _set_errors(
-        ctx: RequestContext, durable: Sequence[tuple[UnifiedLog, int, Data]], code: ErrorCode
+        ctx: RequestContext,
+        durable: Sequence[tuple[UnifiedLog, int, _PartitionResponse]],
+        code: ErrorCode,
     ) -> None:
         for _, _, resp in durable:
             ctx.count_error(ErrorCode.NONE, -1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from broker.handlers.alter_configs import AlterConfigsHandler
 from broker.handlers.api_versions import ApiVersionsHandler
-from broker.handlers.base import RequestHandler
+from broker.handlers.base import AnyHandler
 from broker.handlers.consumer_group_describe import ConsumerGroupDescribeHandler
 from broker.handlers.consumer_group_heartbeat import ConsumerGroupHeartbeatHandler
 from broker.handlers.context import BrokerContext
@@ -47,7 +47,7 @@ from broker.handlers.scram_credentials import (
 )
 from broker.handlers.sync_group import SyncGroupHandler
 
-HANDLER_CLASSES: tuple[type[RequestHandler], ...] = (
+HANDLER_CLASSES: tuple[type[AnyHandler], ...] = (
     ProduceHandler,
     FetchHandler,
     MetadataHandler,
@@ -97,9 +97,9 @@ class HandlerRegistry:
     def __init__(
         self,
         broker: BrokerContext,
-        classes: tuple[type[RequestHandler], ...] = HANDLER_CLASSES,
+        classes: tuple[type[AnyHandler], ...] = HANDLER_CLASSES,
     ) -> None:
-        self._handlers: dict[int, RequestHandler] = {}
+        self._handlers: dict[int, AnyHandler] = {}
         for cls in classes:
             api = cls.api()
             if not (api.min_version <= cls.MIN_VERSION <= cls.MAX_VERSION <= api.max_version):
@@ -112,7 +112,7 @@ class HandlerRegistry:
             self._handlers[cls.API_KEY] = cls(broker)
         broker.registry = self
 
-    def get(self, api_key: int) -> RequestHandler | None:
+    def get(self, api_key: int) -> AnyHandler | None:
         return self._handlers.get(api_key)
 
     def versions(self) -> list[tuple[int, int, int]]:

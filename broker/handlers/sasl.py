@@ -11,26 +11,30 @@ from __future__ import annotations
 from broker.errors import ErrorCode
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
-from broker.protocol.data import Data
-from broker.protocol.messages import SaslAuthenticateResponse, SaslHandshakeResponse
+from broker.protocol.messages import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 
 
-class SaslHandshakeHandler(RequestHandler):
+class SaslHandshakeHandler(RequestHandler[SaslHandshakeRequest]):
     API_KEY = 17
     MIN_VERSION = 0
     MAX_VERSION = 1
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: SaslHandshakeRequest) -> Reply:
         ctx.count_error(ErrorCode.ILLEGAL_SASL_STATE)
         return SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
 
 
-class SaslAuthenticateHandler(RequestHandler):
+class SaslAuthenticateHandler(RequestHandler[SaslAuthenticateRequest]):
     API_KEY = 36
     MIN_VERSION = 0
     MAX_VERSION = 2
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: SaslAuthenticateRequest) -> Reply:
         ctx.count_error(ErrorCode.ILLEGAL_SASL_STATE)
         return SaslAuthenticateResponse(
             error_code=ErrorCode.ILLEGAL_SASL_STATE,

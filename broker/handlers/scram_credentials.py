@@ -30,9 +30,10 @@ import collections
 from broker.errors import ErrorCode
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
-from broker.protocol.data import Data
 from broker.protocol.messages import (
+    AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
 )
 from broker.security.acl import AclOperation
@@ -47,12 +48,12 @@ _NOT_FOUND = "Attempt to describe a user credential that does not exist: "
 _DUPLICATE = "Cannot describe SCRAM credentials for the same user twice in a single request: "
 
 
-class DescribeUserScramCredentialsHandler(RequestHandler):
+class DescribeUserScramCredentialsHandler(RequestHandler[DescribeUserScramCredentialsRequest]):
     API_KEY = 50
     MIN_VERSION = 0
     MAX_VERSION = 0
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: DescribeUserScramCredentialsRequest) -> Reply:
         result_cls = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
         info_cls = DescribeUserScramCredentialsResponse.CredentialInfo
         if not self.authorize_cluster(ctx, AclOperation.DESCRIBE):
@@ -74,7 +75,7 @@ class DescribeUserScramCredentialsHandler(RequestHandler):
         times = collections.Counter(wanted)
         results = []
         for name in times:
-            infos: list[Data] = []
+            infos: list[DescribeUserScramCredentialsResponse.CredentialInfo] = []
             if times[name] > 1:
                 code, message = ErrorCode.DUPLICATE_RESOURCE, _DUPLICATE + name
             elif name not in users:
@@ -96,12 +97,12 @@ class DescribeUserScramCredentialsHandler(RequestHandler):
         )
 
 
-class AlterUserScramCredentialsHandler(RequestHandler):
+class AlterUserScramCredentialsHandler(RequestHandler[AlterUserScramCredentialsRequest]):
     API_KEY = 51
     MIN_VERSION = 0
     MAX_VERSION = 0
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> Reply:
         result_cls = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
         names = list(
             dict.fromkeys(
@@ -164,7 +165,7 @@ class AlterUserScramCredentialsHandler(RequestHandler):
                 ),
             )
 
-        def answer(write_error: str | None) -> Data:
+        def answer(write_error: str | None) -> AlterUserScramCredentialsResponse:
             results = []
             for name in names:
                 code, message = errors.get(name, (ErrorCode.NONE, None))
@@ -177,7 +178,7 @@ class AlterUserScramCredentialsHandler(RequestHandler):
         if not deletions and not upserts:
             return answer(None)
 
-        async def apply() -> Data:
+        async def apply() -> AlterUserScramCredentialsResponse:
             try:
                 await control.alter(
                     deletions.items(),

@@ -20,17 +20,16 @@ from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
 from broker.handlers.group_support import caller, coordinator
-from broker.protocol.data import Data
-from broker.protocol.messages import SyncGroupResponse
+from broker.protocol.messages import SyncGroupRequest, SyncGroupResponse
 from broker.security.acl import AclOperation, ResourceType
 
 
-class SyncGroupHandler(RequestHandler):
+class SyncGroupHandler(RequestHandler[SyncGroupRequest]):
     API_KEY = 14
     MIN_VERSION = 0
     MAX_VERSION = 5
 
-    def handle(self, ctx: RequestContext, request: Data) -> Reply:
+    def handle(self, ctx: RequestContext, request: SyncGroupRequest) -> Reply:
         if ctx.header.api_version >= 5 and (
             request.protocol_type is None or request.protocol_name is None
         ):
@@ -51,7 +50,9 @@ class SyncGroupHandler(RequestHandler):
         return self._parked(ctx, reply)
 
     @staticmethod
-    async def _parked(ctx: RequestContext, reply: GroupReply[Data]) -> Data:
+    async def _parked(
+        ctx: RequestContext, reply: GroupReply[SyncGroupResponse]
+    ) -> SyncGroupResponse:
         response = await reply
         ctx.count_error(response.error_code)
         return response

@@ -11,6 +11,7 @@ Layers inside the package::
     header.py       request header v0/v1/v2, response header v0/v1
     api_keys.py     the API table (key, name, version ranges) for ApiVersions
     messages.py     the typed facade: classes, lookups, whole frames
+    stubs.py        writes message_classes.pyi, the classes' types for mypy (--check: stale?)
     encoded.py      Encoded: the segments of an encoded message
 
 A request frame is ``RequestHeader body``; a response frame is

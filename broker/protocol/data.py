@@ -1,4 +1,4 @@
-"""The base class of every generated message and struct class, and its typed facade.
+"""The base class of every generated message and struct class.
 
 The generator (``generator.py``) makes one class per Kafka struct, with
 ``__slots__`` holding the union of the struct's fields over all versions in
@@ -11,41 +11,24 @@ Kafka's defaults, and the nested struct classes as class attributes::
         ]),
     ], throttle_time_ms=0)
 
-Those classes are built at import time, so mypy cannot see their fields.
-Under ``TYPE_CHECKING`` this module declares what it can: instances accept
-any constructor arguments and any attribute (typed ``Any``), and the class
-objects expose nested classes as attributes of type ``type[Data]``. At run
-time nothing here intercepts attribute access; an unknown field is an
-``AttributeError`` as with any slotted class.
+Those classes are built at import time, so mypy cannot see them; it reads
+their declarations from ``message_classes.pyi`` instead, a stub generated
+from the same schemas (``python -m broker.protocol.stubs``), which
+``messages.py`` imports under ``TYPE_CHECKING``. This base class declares
+only what every generated class has: ``fields``, equality and ``repr``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import ClassVar
 
 
-class DataMeta(type):
-    """Metaclass of generated classes (adds nothing at run time)."""
-
-    if TYPE_CHECKING:
-
-        def __getattr__(cls, name: str) -> type[Data]: ...
-
-
-class Data(metaclass=DataMeta):
+class Data:
     """A decoded or to-be-encoded Kafka message or struct."""
 
     __slots__ = ()
     #: field names in schema order (the union over all versions)
     fields: ClassVar[tuple[str, ...]] = ()
-
-    if TYPE_CHECKING:
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
-
-        def __getattr__(self, name: str) -> Any: ...
-
-        def __setattr__(self, name: str, value: Any) -> None: ...
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 
 from broker.errors import ErrorCode
-from broker.handlers.base import RequestHandler
+from broker.handlers.base import AnyHandler
 from broker.handlers.context import RequestContext
 from broker.handlers.delayed import DelayedReply
 from broker.handlers.registry import HandlerRegistry
@@ -176,7 +176,7 @@ class Dispatcher:
     def _deferred_done(  # noqa: PLR0917
         self,
         header: RequestHeader,
-        handler: RequestHandler,
+        handler: AnyHandler,
         ctx: RequestContext,
         out: asyncio.Future[Segments | None],
         size: int,
@@ -210,7 +210,7 @@ class Dispatcher:
     def _answer_later(  # noqa: PLR0917
         self,
         header: RequestHeader,
-        handler: RequestHandler,
+        handler: AnyHandler,
         ctx: RequestContext,
         size: int,
         local_ns: int,
@@ -240,7 +240,7 @@ class Dispatcher:
     @staticmethod
     def _encode(
         header: RequestHeader,
-        handler: RequestHandler,
+        handler: AnyHandler,
         response: Data | None,
         body_version: int | None,
     ) -> Segments | None:
@@ -250,7 +250,7 @@ class Dispatcher:
 
     def _record(
         self,
-        handler: RequestHandler,
+        handler: AnyHandler,
         ctx: RequestContext,
         *,
         size: int,

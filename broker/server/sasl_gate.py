@@ -45,14 +45,20 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from broker.errors import ErrorCode
 from broker.protocol import API_KEYS, DecodeError, decode_request, encode_response
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.data import Data
 from broker.protocol.header import RequestHeader
-from broker.protocol.messages import CODECS, SaslAuthenticateResponse, SaslHandshakeResponse
+from broker.protocol.messages import (
+    CODECS,
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 from broker.security.sasl_mechanisms import AuthenticationFailed, SaslExchange, generic_failure
 from broker.server.connection import Outcome, ProtocolViolation, Segments
 
@@ -60,6 +66,7 @@ if TYPE_CHECKING:
     from broker.server.connection import Connection
 
 log = logging.getLogger(__name__)
+_RequestT = TypeVar("_RequestT", bound=Data)
 
 API_VERSIONS = 18
 SASL_HANDSHAKE = 17
@@ -196,17 +203,23 @@ class SaslSession:
 
     # ---- the steps -------------------------------------------------------------------------------
 
-    def _decode(self, header: RequestHeader, frame: memoryview, conn: Connection) -> Data:
+    def _decode(
+        self, header: RequestHeader, frame: memoryview, conn: Connection, cls: type[_RequestT]
+    ) -> _RequestT:
+        """The request of class ``cls`` (the state machine chose the step by the API key)."""
         api = API_KEYS[header.api_key]
         if not api.supports(header.api_version):
             raise ProtocolViolation(f"{conn.peer} sent {api.name} v{header.api_version}")
         try:
-            return decode_request(header, frame)
+            request = decode_request(header, frame)
         except DecodeError as exc:
             raise ProtocolViolation(f"malformed {api.name} from {conn.peer}: {exc}") from exc
+        if not isinstance(request, cls):
+            raise ProtocolViolation(f"{conn.peer} sent {api.name} where {cls.__name__} was due")
+        return request
 
     def _handshake(self, frame: memoryview, header: RequestHeader, conn: Connection) -> Outcome:
-        request = self._decode(header, frame, conn)
+        request = self._decode(header, frame, conn, SaslHandshakeRequest)
         mechanism = request.mechanism
         listener = self.listener
         if mechanism not in listener.mechanisms:
@@ -231,7 +244,7 @@ class SaslSession:
 
     def _begin_reauth(self, frame: memoryview, header: RequestHeader, conn: Connection) -> Outcome:
         self.last_reauth_ns = time.monotonic_ns()
-        request = self._decode(header, frame, conn)
+        request = self._decode(header, frame, conn, SaslHandshakeRequest)
         if request.mechanism != self.mechanism:
             # Kafka's REAUTH_BAD_MECHANISM: the handshake fails as a re-authentication
             log.info(
@@ -263,7 +276,7 @@ class SaslSession:
             raise ProtocolViolation(
                 f"{conn.peer} sent API key {header.api_key} while authenticating"
             )
-        self._decode(header, frame, conn)
+        self._decode(header, frame, conn, Data)  # any request: parsed, then refused
         message = (
             f"Unexpected Kafka request of type {kafka_enum_name(api)} during SASL authentication."
         )
@@ -279,7 +292,7 @@ class SaslSession:
         return self._fail(conn, self.mechanism, segments)
 
     def _authenticate(self, frame: memoryview, header: RequestHeader, conn: Connection) -> Outcome:
-        request = self._decode(header, frame, conn)
+        request = self._decode(header, frame, conn, SaslAuthenticateRequest)
         assert self.exchange is not None
         try:
             token = self.exchange.evaluate(bytes(request.auth_bytes))
@@ -398,9 +411,10 @@ def illegal_state_response(api: ApiKey, version: int, message: str) -> Data | No
     code = fields.get("error_code")
     if code is None or not code.present_in(version):
         return None
+    # any API's response: its fields by the names the schema gives
     response = CODECS[api.response.name].cls()
-    response.error_code = ErrorCode.ILLEGAL_SASL_STATE
+    setattr(response, code.name, ErrorCode.ILLEGAL_SASL_STATE)
     text = fields.get("error_message")
     if text is not None and text.present_in(version):
-        response.error_message = message
+        setattr(response, text.name, message)
     return response

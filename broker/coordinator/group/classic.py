@@ -37,11 +37,14 @@ from broker.coordinator.group.records import (
 )
 from broker.coordinator.group.reply import Reply
 from broker.errors import ErrorCode, KafkaError
-from broker.protocol.data import Data
 from broker.protocol.messages import (
+    HeartbeatRequest,
     HeartbeatResponse,
+    JoinGroupRequest,
     JoinGroupResponse,
+    LeaveGroupRequest,
     LeaveGroupResponse,
+    SyncGroupRequest,
     SyncGroupResponse,
 )
 
@@ -69,13 +72,15 @@ class ConsumerGroupSide(Protocol):
     """The consumer groups' side of the classic protocol: a classic member of a consumer
     group is served from the consumer group's state (online migration)."""
 
-    def classic_join(self, caller: Caller, request: Data) -> Reply[Data]: ...
+    def classic_join(
+        self, caller: Caller, request: JoinGroupRequest
+    ) -> Reply[JoinGroupResponse]: ...
 
-    def classic_sync(self, request: Data) -> Reply[Data]: ...
+    def classic_sync(self, request: SyncGroupRequest) -> Reply[SyncGroupResponse]: ...
 
-    def classic_heartbeat(self, request: Data) -> Data: ...
+    def classic_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse: ...
 
-    def classic_leave(self, request: Data) -> Reply[Data]: ...
+    def classic_leave(self, request: LeaveGroupRequest) -> Reply[LeaveGroupResponse]: ...
 
 
 def requires_known_member_id(join_version: int) -> bool:
@@ -87,7 +92,7 @@ def supports_skipping_assignment(join_version: int) -> bool:
     return join_version >= 9
 
 
-def _protocols(request: Data) -> Protocols:
+def _protocols(request: JoinGroupRequest) -> Protocols:
     return tuple((p.name, bytes(p.metadata)) for p in request.protocols)
 
 
@@ -97,9 +102,9 @@ class ClassicGroupManager(RebalanceOps):
 
     # ---- JoinGroup -----------------------------------------------------------------------------
 
-    def join(self, caller: Caller, request: Data) -> Reply[Data]:
+    def join(self, caller: Caller, request: JoinGroupRequest) -> Reply[JoinGroupResponse]:
         """``classicGroupJoinToClassicGroup``."""
-        reply: Reply[Data] = Reply()
+        reply: Reply[JoinGroupResponse] = Reply()
         group_id, member_id = request.group_id, request.member_id
         unknown = member_id == UNKNOWN_MEMBER_ID
         largest = max((len(p.metadata) for p in request.protocols), default=0)
@@ -168,7 +173,11 @@ class ClassicGroupManager(RebalanceOps):
         return group.has_member(member_id) or group.num_members < max_size
 
     def _join_new_member(
-        self, caller: Caller, request: Data, group: ClassicGroup, reply: Reply[Data]
+        self,
+        caller: Caller,
+        request: JoinGroupRequest,
+        group: ClassicGroup,
+        reply: Reply[JoinGroupResponse],
     ) -> None:
         if group.is_in_state(GroupState.DEAD):
             reply.complete(
@@ -203,6 +212,7 @@ class ClassicGroupManager(RebalanceOps):
                     caller,
                     request,
                     group,
+                    instance_id=instance_id,
                     old_member_id=existing,
                     new_member_id=new_member_id,
                     reply=reply,
@@ -232,7 +242,11 @@ class ClassicGroupManager(RebalanceOps):
             self._add_member(caller, request, group, new_member_id, reply)
 
     def _join_existing_member(
-        self, caller: Caller, request: Data, group: ClassicGroup, reply: Reply[Data]
+        self,
+        caller: Caller,
+        request: JoinGroupRequest,
+        group: ClassicGroup,
+        reply: Reply[JoinGroupResponse],
     ) -> None:
         member_id = request.member_id
         instance_id = request.group_instance_id
@@ -303,7 +317,7 @@ class ClassicGroupManager(RebalanceOps):
 
     def _current_generation(
         self, group: ClassicGroup, member_id: str, *, with_members: bool
-    ) -> Data:
+    ) -> JoinGroupResponse:
         return JoinGroupResponse(
             members=group.current_members_metadata()
             if with_members and group.is_leader(member_id)
@@ -312,16 +326,16 @@ class ClassicGroupManager(RebalanceOps):
             generation_id=group.generation_id,
             protocol_name=group.protocol_name,
             protocol_type=group.protocol_type,
-            leader=group.leader_id,
+            leader=group.leader,
             skip_assignment=False,
         )
 
     def _update_member(
         self,
-        request: Data,
+        request: JoinGroupRequest,
         group: ClassicGroup,
         member: ClassicGroupMember,
-        reply: Reply[Data],
+        reply: Reply[JoinGroupResponse],
         reason: str,
     ) -> None:
         group.update_member(
@@ -336,7 +350,12 @@ class ClassicGroupManager(RebalanceOps):
         )
 
     def _add_member(
-        self, caller: Caller, request: Data, group: ClassicGroup, member_id: str, reply: Reply[Data]
+        self,
+        caller: Caller,
+        request: JoinGroupRequest,
+        group: ClassicGroup,
+        member_id: str,
+        reply: Reply[JoinGroupResponse],
     ) -> None:
         member = ClassicGroupMember(
             member_id,
@@ -367,16 +386,16 @@ class ClassicGroupManager(RebalanceOps):
     def _update_static_member(
         self,
         caller: Caller,
-        request: Data,
+        request: JoinGroupRequest,
         group: ClassicGroup,
         *,
+        instance_id: str,
         old_member_id: str,
         new_member_id: str,
-        reply: Reply[Data],
+        reply: Reply[JoinGroupResponse],
     ) -> None:
         """``updateStaticMemberThenRebalanceOrCompleteJoin``."""
-        current_leader = group.leader_id
-        instance_id = request.group_instance_id
+        current_leader = group.leader  # the static member being replaced is in the group
         new_member = group.replace_static_member(instance_id, old_member_id, new_member_id)
         self.timer.cancel(heartbeat_key(group.group_id, old_member_id))
         self.reschedule_heartbeat(group, new_member)
@@ -425,7 +444,7 @@ class ClassicGroupManager(RebalanceOps):
                             generation_id=group.generation_id,
                             protocol_name=group.protocol_name,
                             protocol_type=group.protocol_type,
-                            leader=group.leader_id if skip else current_leader,
+                            leader=group.leader if skip else current_leader,
                             skip_assignment=skip and is_leader,
                         ),
                     )
@@ -447,9 +466,9 @@ class ClassicGroupManager(RebalanceOps):
 
     # ---- SyncGroup -----------------------------------------------------------------------------
 
-    def sync(self, caller: Caller, request: Data) -> Reply[Data]:
+    def sync(self, caller: Caller, request: SyncGroupRequest) -> Reply[SyncGroupResponse]:
         """``classicGroupSync``."""
-        reply: Reply[Data] = Reply()
+        reply: Reply[SyncGroupResponse] = Reply()
         group = self.groups.get(request.group_id)
         consumer = self.consumer_groups.get(request.group_id)
         if (
@@ -490,7 +509,7 @@ class ClassicGroupManager(RebalanceOps):
             )
         return reply
 
-    def _validate_sync(self, group: ClassicGroup, request: Data) -> ErrorCode | None:
+    def _validate_sync(self, group: ClassicGroup, request: SyncGroupRequest) -> ErrorCode | None:
         if group.is_in_state(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         try:
@@ -505,7 +524,9 @@ class ClassicGroupManager(RebalanceOps):
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         return None
 
-    def _store_leader_assignment(self, group: ClassicGroup, request: Data, leader: str) -> None:
+    def _store_leader_assignment(
+        self, group: ClassicGroup, request: SyncGroupRequest, leader: str
+    ) -> None:
         log.info(
             "Assignment received from leader %s for group %s for generation %d. The group has "
             "%d members, %d of which are static.",
@@ -542,7 +563,7 @@ class ClassicGroupManager(RebalanceOps):
 
     # ---- Heartbeat -----------------------------------------------------------------------------
 
-    def heartbeat(self, request: Data) -> Data:
+    def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
         """``classicGroupHeartbeatToClassicGroup`` (``...ToConsumerGroup`` for a consumer
         group)."""
         group = self.groups.get(request.group_id)
@@ -568,7 +589,7 @@ class ClassicGroupManager(RebalanceOps):
 
     # ---- LeaveGroup ----------------------------------------------------------------------------
 
-    def leave(self, request: Data) -> Reply[Data]:
+    def leave(self, request: LeaveGroupRequest) -> Reply[LeaveGroupResponse]:
         """``classicGroupLeaveToClassicGroup`` (``request.members`` normalized for v0-2;
         ``...ToConsumerGroup`` for a consumer group, answered once its write is durable)."""
         group = self.groups.get(request.group_id)
@@ -706,13 +727,13 @@ class ClassicGroupManager(RebalanceOps):
                 )
 
 
-def _rebalance_timeout(request: Data) -> int:
+def _rebalance_timeout(request: JoinGroupRequest) -> int:
     """JoinGroup v0 has no rebalance timeout: the session timeout stands in for it."""
     value: int = request.rebalance_timeout_ms
     return request.session_timeout_ms if value == -1 else value
 
 
-def _reason(request: Data) -> str:
+def _reason(request: JoinGroupRequest) -> str:
     return request.reason or "not provided"
 
 

@@ -30,7 +30,6 @@ from broker.coordinator.group.errors import GroupError, group_id_not_found, unkn
 from broker.coordinator.group.member import EMPTY_ASSIGNMENT, ClassicGroupMember, Protocols
 from broker.coordinator.group.reply import Reply
 from broker.errors import ErrorCode
-from broker.protocol.data import Data
 from broker.protocol.messages import JoinGroupResponse, SyncGroupResponse
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
@@ -167,7 +166,17 @@ class ClassicGroup:
     def is_leader(self, member_id: str) -> bool:
         return self.leader_id == member_id
 
-    def add(self, member: ClassicGroupMember, reply: Reply[Data] | None = None) -> None:
+    @property
+    def leader(self) -> str:
+        """The leader's member id for a JoinGroup response, which only members of
+        the group get: a group with members has a leader (Kafka's ``leaderOrNull``
+        is never null there; the field is not nullable)."""
+        assert self.leader_id is not None, f"group {self.group_id} has no leader"
+        return self.leader_id
+
+    def add(
+        self, member: ClassicGroupMember, reply: Reply[JoinGroupResponse] | None = None
+    ) -> None:
         if member.group_instance_id is not None:
             if member.group_instance_id in self.static_members:
                 raise RuntimeError(
@@ -350,7 +359,7 @@ class ClassicGroup:
         protocols: Protocols,
         rebalance_timeout_ms: int,
         session_timeout_ms: int,
-        reply: Reply[Data] | None,
+        reply: Reply[JoinGroupResponse] | None,
     ) -> None:
         self._count_protocols(member, -1)
         member.supported_protocols = protocols
@@ -375,7 +384,7 @@ class ClassicGroup:
 
     # ---- replies ---------------------------------------------------------------------------
 
-    def complete_join(self, member: ClassicGroupMember, response: Data) -> bool:
+    def complete_join(self, member: ClassicGroupMember, response: JoinGroupResponse) -> bool:
         if member.awaiting_join is None:
             return False
         reply, member.awaiting_join = member.awaiting_join, None
@@ -383,7 +392,7 @@ class ClassicGroup:
         reply.complete(response)
         return True
 
-    def complete_sync(self, member: ClassicGroupMember, response: Data) -> bool:
+    def complete_sync(self, member: ClassicGroupMember, response: SyncGroupResponse) -> bool:
         if member.awaiting_sync is None:
             return False
         reply, member.awaiting_sync = member.awaiting_sync, None
@@ -432,7 +441,7 @@ class ClassicGroup:
             self.transition_to(GroupState.EMPTY)
         self.pending_sync_members.clear()
 
-    def current_members_metadata(self) -> list[Data]:
+    def current_members_metadata(self) -> list[JoinGroupResponse.JoinGroupResponseMember]:
         """The member list a leader gets in its JoinGroup response."""
         if self.state in (GroupState.DEAD, GroupState.PREPARING_REBALANCE):
             raise RuntimeError(f"Cannot obtain member metadata for group in state {self.state}")

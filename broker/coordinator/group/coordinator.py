@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from broker.coordinator.group.classic import Caller
 from broker.coordinator.group.classic_group import GroupState
@@ -29,7 +29,7 @@ from broker.coordinator.group.consumer.groups import ConsumerGroupMeters, TopicF
 from broker.coordinator.group.consumer.heartbeat import validate_heartbeat
 from broker.coordinator.group.errors import GroupError
 from broker.coordinator.group.loader import load_partition
-from broker.coordinator.group.offsets import commit_error_response
+from broker.coordinator.group.offsets import CommitTopic, FetchTopic, commit_error_response
 from broker.coordinator.group.partitioner import partition_for
 from broker.coordinator.group.rebalance import GroupMeters
 from broker.coordinator.group.reply import Reply
@@ -38,17 +38,24 @@ from broker.coordinator.group.timer import CoordinatorTimer, LoopTimer
 from broker.coordinator.group.writer import Durability, RecordWriter
 from broker.errors import ErrorCode, KafkaError
 from broker.partition.replica_manager import ReplicaManager
-from broker.protocol.data import Data
 from broker.protocol.messages import (
     ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     DescribeGroupsResponse,
+    HeartbeatRequest,
     HeartbeatResponse,
+    JoinGroupRequest,
     JoinGroupResponse,
+    LeaveGroupRequest,
     LeaveGroupResponse,
     ListGroupsResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
     OffsetDeleteResponse,
     OffsetFetchResponse,
+    SyncGroupRequest,
     SyncGroupResponse,
 )
 
@@ -234,7 +241,7 @@ class GroupCoordinator:
 
     # ---- the classic protocol -----------------------------------------------------------------
 
-    def join_group(self, caller: Caller, request: Data) -> Reply[Data]:
+    def join_group(self, caller: Caller, request: JoinGroupRequest) -> Reply[JoinGroupResponse]:
         if not request.group_id:
             return Reply.of(
                 JoinGroupResponse(
@@ -258,7 +265,7 @@ class GroupCoordinator:
             return Reply.of(JoinGroupResponse(member_id=request.member_id, error_code=exc.code))
         return shard.classic.join(caller, request)
 
-    def sync_group(self, caller: Caller, request: Data) -> Reply[Data]:
+    def sync_group(self, caller: Caller, request: SyncGroupRequest) -> Reply[SyncGroupResponse]:
         if not request.group_id:
             return Reply.of(SyncGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID))
         try:
@@ -267,7 +274,7 @@ class GroupCoordinator:
             return Reply.of(SyncGroupResponse(error_code=exc.code))
         return shard.classic.sync(caller, request)
 
-    def heartbeat(self, request: Data) -> Data:
+    def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
         if not request.group_id:
             return HeartbeatResponse(error_code=ErrorCode.INVALID_GROUP_ID)
         try:
@@ -279,7 +286,7 @@ class GroupCoordinator:
             return HeartbeatResponse(error_code=exc.code)
         return shard.classic.heartbeat(request)
 
-    def leave_group(self, request: Data) -> Reply[Data]:
+    def leave_group(self, request: LeaveGroupRequest) -> Reply[LeaveGroupResponse]:
         """``request.members`` must be set (v0-2 normalized by the handler)."""
         if not request.group_id:
             return Reply.of(LeaveGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID))
@@ -292,8 +299,11 @@ class GroupCoordinator:
     # ---- the consumer protocol (KIP-848) -------------------------------------------------------
 
     def consumer_group_heartbeat(
-        self, caller: Caller, request: Data, authorized_topics: TopicFilter | None = None
-    ) -> Reply[Data]:
+        self,
+        caller: Caller,
+        request: ConsumerGroupHeartbeatRequest,
+        authorized_topics: TopicFilter | None = None,
+    ) -> Reply[ConsumerGroupHeartbeatResponse]:
         """``GroupCoordinatorService.consumerGroupHeartbeat``: the request's checks, then
         the group's shard (``authorized_topics``: the caller's topic ACLs, for regexes)."""
         try:
@@ -307,7 +317,9 @@ class GroupCoordinator:
             caller.client_id, caller.client_host, request, authorized_topics
         )
 
-    def consumer_group_describe(self, group_id: str) -> Data:
+    def consumer_group_describe(
+        self, group_id: str
+    ) -> ConsumerGroupDescribeResponse.DescribedGroup:
         """One group of ConsumerGroupDescribe; GROUP_ID_NOT_FOUND unless a consumer group."""
         if not group_id:
             return ConsumerGroupDescribeResponse.DescribedGroup(
@@ -323,7 +335,9 @@ class GroupCoordinator:
 
     # ---- offsets ------------------------------------------------------------------------------
 
-    def commit_offsets(self, request: Data, api_version: int, topics: list[Data]) -> Reply[Data]:
+    def commit_offsets(
+        self, request: OffsetCommitRequest, api_version: int, topics: list[CommitTopic]
+    ) -> Reply[OffsetCommitResponse]:
         try:
             shard = self.shard_of(request.group_id)
         except KafkaError as exc:
@@ -333,10 +347,10 @@ class GroupCoordinator:
     def fetch_offsets(
         self,
         group_id: str,
-        topics: list[Data] | None,
+        topics: Sequence[FetchTopic] | None,
         member_id: str | None = None,
         member_epoch: int = -1,
-    ) -> Data:
+    ) -> OffsetFetchResponse.OffsetFetchResponseGroup:
         """One group of OffsetFetch (``topics`` None: every committed offset); a member of
         a consumer group is checked by its epoch (v9+)."""
         try:
@@ -349,7 +363,7 @@ class GroupCoordinator:
             return shard.offsets.fetch_all(group_id, member_id, member_epoch)
         return shard.offsets.fetch(group_id, topics, member_id, member_epoch)
 
-    def delete_offsets(self, request: Data) -> Reply[Data]:
+    def delete_offsets(self, request: OffsetDeleteRequest) -> Reply[OffsetDeleteResponse]:
         if not request.group_id:
             return Reply.of(OffsetDeleteResponse(error_code=ErrorCode.INVALID_GROUP_ID))
         try:
@@ -360,7 +374,7 @@ class GroupCoordinator:
 
     # ---- administration -----------------------------------------------------------------------
 
-    def list_groups(self, states: list[str], types: list[str]) -> Data:
+    def list_groups(self, states: list[str], types: list[str]) -> ListGroupsResponse:
         """``listGroups``: COORDINATOR_LOAD_IN_PROGRESS while any shard loads (Kafka
         fails the whole request when one shard does)."""
         if self.loading():
@@ -392,7 +406,7 @@ class GroupCoordinator:
                 )
         return ListGroupsResponse(groups=groups)
 
-    def describe_group(self, group_id: str) -> Data:
+    def describe_group(self, group_id: str) -> DescribeGroupsResponse.DescribedGroup:
         """``describeGroups`` for one group; an unknown one is described as Dead."""
         try:
             shard = self.shard_of(group_id)

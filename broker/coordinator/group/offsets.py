@@ -20,7 +20,7 @@ whose offsets all expired and that is empty is deleted.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from broker.coordinator.group.classic import ClassicGroupManager
@@ -42,14 +42,23 @@ from broker.coordinator.group.records import (
 )
 from broker.coordinator.group.reply import Reply
 from broker.errors import ErrorCode, KafkaError
-from broker.protocol.data import Data
 from broker.protocol.messages import (
+    OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteRequest,
     OffsetDeleteResponse,
+    OffsetFetchRequest,
     OffsetFetchResponse,
 )
 
 log = logging.getLogger(__name__)
+
+#: the topics of an OffsetCommit request
+CommitTopic = OffsetCommitRequest.OffsetCommitRequestTopic
+#: the topics of an OffsetFetch request: v0-7 at the top, v8+ per group (same fields)
+FetchTopic = (
+    OffsetFetchRequest.OffsetFetchRequestTopic | OffsetFetchRequest.OffsetFetchRequestTopics
+)
 
 INVALID_OFFSET = -1
 NO_LEADER_EPOCH = -1
@@ -129,7 +138,7 @@ class OffsetManager:
 
     # ---- OffsetCommit -------------------------------------------------------------------------
 
-    def _validate_commit(self, request: Data, api_version: int) -> Group:
+    def _validate_commit(self, request: OffsetCommitRequest, api_version: int) -> Group:
         """``OffsetMetadataManager.validateOffsetCommit``."""
         epoch = request.generation_id_or_member_epoch
         group = self.group(request.group_id)
@@ -153,10 +162,12 @@ class OffsetManager:
         group.validate_offset_commit(request.member_id, request.group_instance_id, epoch)
         return group
 
-    def commit(self, request: Data, api_version: int, topics: list[Data]) -> Reply[Data]:
+    def commit(
+        self, request: OffsetCommitRequest, api_version: int, topics: list[CommitTopic]
+    ) -> Reply[OffsetCommitResponse]:
         """``commitOffset`` for the partitions in ``topics`` (the existing ones of the
         request; the handler answers the unknown ones)."""
-        reply: Reply[Data] = Reply()
+        reply: Reply[OffsetCommitResponse] = Reply()
         try:
             group = self._validate_commit(request, api_version)
         except KafkaError as exc:
@@ -248,10 +259,10 @@ class OffsetManager:
     def fetch(
         self,
         group_id: str,
-        topics: list[Data],
+        topics: Sequence[FetchTopic],
         member_id: str | None = None,
         member_epoch: int = -1,
-    ) -> Data:
+    ) -> OffsetFetchResponse.OffsetFetchResponseGroup:
         """``fetchOffsets`` for the listed partitions: -1 where nothing is committed."""
         try:
             fetchable = self._fetchable(group_id, member_id, member_epoch)
@@ -276,7 +287,7 @@ class OffsetManager:
 
     def fetch_all(
         self, group_id: str, member_id: str | None = None, member_epoch: int = -1
-    ) -> Data:
+    ) -> OffsetFetchResponse.OffsetFetchResponseGroup:
         """``fetchAllOffsets``: every committed offset of the group."""
         out = []
         try:
@@ -297,9 +308,9 @@ class OffsetManager:
 
     # ---- OffsetDelete / DeleteGroups ----------------------------------------------------------
 
-    def delete(self, request: Data) -> Reply[Data]:
+    def delete(self, request: OffsetDeleteRequest) -> Reply[OffsetDeleteResponse]:
         """``deleteOffsets``: tombstones for the committed offsets of unsubscribed topics."""
-        reply: Reply[Data] = Reply()
+        reply: Reply[OffsetDeleteResponse] = Reply()
         group = self.group(request.group_id)
         try:
             if group is None:
@@ -498,7 +509,9 @@ def _group_tombstones(group: Group) -> list[Record]:
     return [group_tombstone(group.group_id)]
 
 
-def _fetched(index: int, om: OffsetAndMetadata | None) -> Data:
+def _fetched(
+    index: int, om: OffsetAndMetadata | None
+) -> OffsetFetchResponse.OffsetFetchResponsePartitions:
     if om is None:
         return OffsetFetchResponse.OffsetFetchResponsePartitions(
             partition_index=index,
@@ -514,7 +527,7 @@ def _fetched(index: int, om: OffsetAndMetadata | None) -> Data:
     )
 
 
-def commit_error_response(topics: list[Data], code: ErrorCode) -> Data:
+def commit_error_response(topics: list[CommitTopic], code: ErrorCode) -> OffsetCommitResponse:
     """``OffsetCommitRequest.getErrorResponse``: every partition gets ``code``."""
     return OffsetCommitResponse(
         topics=[

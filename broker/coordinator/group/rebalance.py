@@ -309,7 +309,7 @@ class RebalanceOps:
                     generation_id=group.generation_id,
                     protocol_name=group.protocol_name,
                     protocol_type=group.protocol_type,
-                    leader=group.leader_id,
+                    leader=group.leader,
                     skip_assignment=False,
                     error_code=ErrorCode.NONE,
                 ),

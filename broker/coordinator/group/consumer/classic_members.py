@@ -62,12 +62,15 @@ from broker.coordinator.group.errors import GroupError, unknown_member
 from broker.coordinator.group.records import Record
 from broker.coordinator.group.reply import Reply
 from broker.errors import ErrorCode, KafkaError
-from broker.protocol.data import Data
 from broker.protocol.messages import (
     ConsumerGroupHeartbeatRequest,
+    HeartbeatRequest,
     HeartbeatResponse,
+    JoinGroupRequest,
     JoinGroupResponse,
+    LeaveGroupRequest,
     LeaveGroupResponse,
+    SyncGroupRequest,
     SyncGroupResponse,
 )
 
@@ -80,14 +83,14 @@ class ClassicMembersManager(ConsumerGroupManager):
 
     # ---- JoinGroup -----------------------------------------------------------------------------
 
-    def classic_join(self, caller: Caller, request: Data) -> Reply[Data]:
+    def classic_join(self, caller: Caller, request: JoinGroupRequest) -> Reply[JoinGroupResponse]:
         """``classicGroupJoinToConsumerGroup`` (a non-empty consumer group)."""
         try:
             return self._classic_join(caller, request)
         except KafkaError as exc:
             return Reply.of(JoinGroupResponse(member_id=request.member_id, error_code=exc.code))
 
-    def _classic_join(self, caller: Caller, request: Data) -> Reply[Data]:
+    def _classic_join(self, caller: Caller, request: JoinGroupRequest) -> Reply[JoinGroupResponse]:
         group_id = request.group_id
         group = self.group(group_id)
         instance_id = request.group_instance_id
@@ -154,7 +157,7 @@ class ClassicMembersManager(ConsumerGroupManager):
             members=[],
         )
 
-        def on_error(code: ErrorCode) -> Data:
+        def on_error(code: ErrorCode) -> JoinGroupResponse:
             return JoinGroupResponse(member_id=updated.member_id, error_code=code)
 
         if downgrade:
@@ -171,7 +174,7 @@ class ClassicMembersManager(ConsumerGroupManager):
         joined_id = updated.member_id
         rebalance_timeout = updated.rebalance_timeout_ms
 
-        def joined(value: Data) -> None:
+        def joined(value: JoinGroupResponse) -> None:
             if value.error_code != ErrorCode.NONE:
                 return
             self.timer.cancel(join_timeout_key(group_id, joined_id))
@@ -183,7 +186,9 @@ class ClassicMembersManager(ConsumerGroupManager):
         reply.then(joined)
         return reply
 
-    def _owned(self, subscription: Subscription) -> list[Data]:
+    def _owned(
+        self, subscription: Subscription
+    ) -> list[ConsumerGroupHeartbeatRequest.TopicPartitions]:
         """The subscription's owned partitions by topic id (``toTopicPartitions``)."""
         assignment = self.to_assignment(subscription.owned_partitions or [])
         return [
@@ -195,7 +200,7 @@ class ClassicMembersManager(ConsumerGroupManager):
 
     # ---- SyncGroup -----------------------------------------------------------------------------
 
-    def classic_sync(self, request: Data) -> Reply[Data]:
+    def classic_sync(self, request: SyncGroupRequest) -> Reply[SyncGroupResponse]:
         """``classicGroupSyncToConsumerGroup``."""
         try:
             group = self.group(request.group_id)
@@ -255,7 +260,7 @@ class ClassicMembersManager(ConsumerGroupManager):
 
     # ---- Heartbeat -----------------------------------------------------------------------------
 
-    def classic_heartbeat(self, request: Data) -> Data:
+    def classic_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
         """``classicGroupHeartbeatToConsumerGroup``."""
         try:
             group = self.group(request.group_id)
@@ -287,7 +292,7 @@ class ClassicMembersManager(ConsumerGroupManager):
 
     # ---- LeaveGroup ----------------------------------------------------------------------------
 
-    def classic_leave(self, request: Data) -> Reply[Data]:
+    def classic_leave(self, request: LeaveGroupRequest) -> Reply[LeaveGroupResponse]:
         """``classicGroupLeaveToConsumerGroup``: answered once the members' tombstones are
         durable (a failed write restores them and answers its error, as Kafka's
         ``handleOperationException``)."""

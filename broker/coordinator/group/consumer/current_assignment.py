@@ -34,7 +34,7 @@ from broker.coordinator.group.consumer.member import (
 )
 from broker.coordinator.group.errors import GroupError
 from broker.errors import ErrorCode
-from broker.protocol.data import Data
+from broker.protocol.messages import ConsumerGroupHeartbeatRequest
 
 #: (topic id, partition) -> the epoch of its current owner, -1 when free
 PartitionEpoch = Callable[[uuid.UUID, int], int]
@@ -45,7 +45,7 @@ def build_current_assignment(
     target_epoch: int,
     target: Assignment,
     current_partition_epoch: PartitionEpoch,
-    owned: Sequence[Data] | None,
+    owned: Sequence[ConsumerGroupHeartbeatRequest.TopicPartitions] | None,
 ) -> ConsumerGroupMember:
     """The member's next assignment state; ``owned`` is the heartbeat's ``topic_partitions``
     (None when the member did not report them)."""
@@ -72,7 +72,9 @@ def build_current_assignment(
     return _next(member, target_epoch, target_epoch, target, current_partition_epoch, owned)
 
 
-def owns_any(owned: Sequence[Data] | None, assignment: Assignment) -> bool:
+def owns_any(
+    owned: Sequence[ConsumerGroupHeartbeatRequest.TopicPartitions] | None, assignment: Assignment
+) -> bool:
     """``ownsRevokedPartitions``: unknown ownership (None) counts as owning."""
     if owned is None:
         return True
@@ -89,7 +91,7 @@ def _next(  # noqa: PLR0917 (Kafka's computeNextAssignment and its inputs)
     target_epoch: int,
     target: Assignment,
     current_partition_epoch: PartitionEpoch,
-    owned: Sequence[Data] | None,
+    owned: Sequence[ConsumerGroupHeartbeatRequest.TopicPartitions] | None,
 ) -> ConsumerGroupMember:
     has_unreleased = False
     new_assigned: dict[uuid.UUID, frozenset[int]] = {}

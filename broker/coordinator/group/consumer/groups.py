@@ -97,7 +97,6 @@ from broker.coordinator.group.reply import Reply
 from broker.coordinator.group.timer import CoordinatorTimer
 from broker.errors import ErrorCode
 from broker.group_records.messages import CoordinatorRecord, decode_record
-from broker.protocol.data import Data
 from broker.protocol.messages import (
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatResponse,
@@ -850,7 +849,7 @@ class ConsumerGroups:
 
     # ---- describing --------------------------------------------------------------------------
 
-    def describe(self, group_id: str) -> Data:
+    def describe(self, group_id: str) -> ConsumerGroupDescribeResponse.DescribedGroup:
         """``ConsumerGroup.asDescribedGroup``; GROUP_ID_NOT_FOUND for another group."""
         group = self.groups.get(group_id)
         if group is None:
@@ -885,7 +884,7 @@ class ConsumerGroups:
             ],
         )
 
-    def _described(self, assignment: Assignment) -> Data:
+    def _described(self, assignment: Assignment) -> ConsumerGroupDescribeResponse.Assignment:
         topics = []
         for topic_id, partitions in assignment.items():
             name = self.topics.topic_name(topic_id)
@@ -903,6 +902,6 @@ def _or_error(response: T, code: ErrorCode) -> T:
     return response if response is None else error_response(code)  # type: ignore[return-value]
 
 
-def error_response(code: ErrorCode, message: str | None = None) -> Data:
+def error_response(code: ErrorCode, message: str | None = None) -> ConsumerGroupHeartbeatResponse:
     """``ConsumerGroupHeartbeatRequest.getErrorResponse``."""
     return ConsumerGroupHeartbeatResponse(error_code=code, error_message=message)

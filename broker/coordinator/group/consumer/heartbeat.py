@@ -68,8 +68,7 @@ from broker.coordinator.group.errors import GroupError, group_id_not_found, unkn
 from broker.coordinator.group.records import Record, group_tombstone
 from broker.coordinator.group.reply import Reply
 from broker.errors import ErrorCode, KafkaError
-from broker.protocol.data import Data
-from broker.protocol.messages import ConsumerGroupHeartbeatResponse
+from broker.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +79,9 @@ CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
 MAX_UNCONFIRMED_MEMBERS = 10_000
 
 
-def validate_heartbeat(request: Data, api_version: int, assignors: Sequence[str]) -> None:
+def validate_heartbeat(
+    request: ConsumerGroupHeartbeatRequest, api_version: int, assignors: Sequence[str]
+) -> None:
     """``throwIfConsumerGroupHeartbeatRequestIsInvalid`` (Kafka 4.0): INVALID_REQUEST with
     Kafka's message, or UNSUPPORTED_ASSIGNOR."""
     epoch = request.member_epoch
@@ -134,9 +135,9 @@ class ConsumerGroupManager(ConsumerGroups):
         self,
         client_id: str,
         client_host: str,
-        request: Data,
+        request: ConsumerGroupHeartbeatRequest,
         authorized_topics: TopicFilter | None = None,
-    ) -> Reply[Data]:
+    ) -> Reply[ConsumerGroupHeartbeatResponse]:
         """A validated ConsumerGroupHeartbeat (``GroupCoordinatorService`` checked it);
         ``authorized_topics`` filters what a regex resolves to by the caller's ACLs (None:
         no authorizer)."""
@@ -153,9 +154,9 @@ class ConsumerGroupManager(ConsumerGroups):
         self,
         client_id: str,
         client_host: str,
-        request: Data,
+        request: ConsumerGroupHeartbeatRequest,
         authorized_topics: TopicFilter | None,
-    ) -> Reply[Data]:
+    ) -> Reply[ConsumerGroupHeartbeatResponse]:
         records: list[Record] = []
         group_id = request.group_id
         member_epoch = request.member_epoch
@@ -249,7 +250,7 @@ class ConsumerGroupManager(ConsumerGroups):
         group: ConsumerGroup,
         member: ConsumerGroupMember,
         updated: ConsumerGroupMember,
-        owned: Sequence[Data] | None,
+        owned: Sequence[ConsumerGroupHeartbeatRequest.TopicPartitions] | None,
         authorized_topics: TopicFilter | None,
         records: list[Record],
     ) -> tuple[ConsumerGroupMember, bool, int, int]:
@@ -347,7 +348,7 @@ class ConsumerGroupManager(ConsumerGroups):
         member_id: str,
         member_epoch: int,
         instance_id: str,
-        owned: Sequence[Data] | None,
+        owned: Sequence[ConsumerGroupHeartbeatRequest.TopicPartitions] | None,
         create: bool,
         records: list[Record],
         use_classic: bool = False,
@@ -430,7 +431,7 @@ class ConsumerGroupManager(ConsumerGroups):
         member: ConsumerGroupMember,
         target_epoch: int,
         target: Assignment,
-        owned: Sequence[Data] | None,
+        owned: Sequence[ConsumerGroupHeartbeatRequest.TopicPartitions] | None,
         records: list[Record],
     ) -> ConsumerGroupMember:
         if member.is_reconciled_to(target_epoch):
@@ -463,7 +464,9 @@ class ConsumerGroupManager(ConsumerGroups):
 
     # ---- leaving -----------------------------------------------------------------------------
 
-    def _leave(self, request: Data) -> Reply[Data]:
+    def _leave(
+        self, request: ConsumerGroupHeartbeatRequest
+    ) -> Reply[ConsumerGroupHeartbeatResponse]:
         """``consumerGroupLeave``."""
         group_id, member_id, epoch = request.group_id, request.member_id, request.member_epoch
         group = self.groups.get(group_id)
@@ -507,7 +510,9 @@ class ConsumerGroupManager(ConsumerGroups):
 
 
 def _check_member_epoch(
-    member: ConsumerGroupMember, received: int, owned: Sequence[Data] | None
+    member: ConsumerGroupMember,
+    received: int,
+    owned: Sequence[ConsumerGroupHeartbeatRequest.TopicPartitions] | None,
 ) -> None:
     """``throwIfConsumerGroupMemberEpochIsInvalid``: FENCED_MEMBER_EPOCH unless the epoch is
     the member's, or its previous one with a subset of its partitions (the response that
@@ -530,7 +535,10 @@ def _check_member_epoch(
         )
 
 
-def _is_subset(owned: Sequence[Data] | None, member: ConsumerGroupMember) -> bool:
+def _is_subset(
+    owned: Sequence[ConsumerGroupHeartbeatRequest.TopicPartitions] | None,
+    member: ConsumerGroupMember,
+) -> bool:
     if owned is None:
         return False
     for topic in owned:
@@ -561,7 +569,7 @@ def _check_regex(regex: str) -> None:
         ) from exc
 
 
-def _response_assignment(assignment: Assignment) -> Data:
+def _response_assignment(assignment: Assignment) -> ConsumerGroupHeartbeatResponse.Assignment:
     return ConsumerGroupHeartbeatResponse.Assignment(
         topic_partitions=[
             ConsumerGroupHeartbeatResponse.TopicPartitions(
