@@ -21,7 +21,8 @@ import dataclasses
 import re
 from typing import Any
 
-from broker.config import ConfigKey, ConfigType, in_range, list_of, one_of, register_broker_key
+from broker.config import register_broker_key
+from broker.config_key import ConfigKey, ConfigType, in_range, list_of, one_of
 from broker.errors import InvalidConfigError
 
 #: Kafka's SecurityProtocol names

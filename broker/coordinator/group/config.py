@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from broker.config import BrokerConfig, ConfigKey, ConfigType, in_range, register_broker_key
+from broker.config import BrokerConfig, register_broker_key
+from broker.config_key import ConfigKey, ConfigType, in_range
 from broker.errors import InvalidConfigError
 
 INT_MAX = 2**31 - 1
