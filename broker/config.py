@@ -1,10 +1,14 @@
 """Broker and topic configuration with Kafka's key names, defaults and checks.
 
 A leaf module: importable from every layer. The tables below are the one
-place a key is declared; everything else (``server.properties`` parsing,
+place a key is known; everything else (``server.properties`` parsing,
 ``--override``, CreateTopics / AlterConfigs validation, DescribeConfigs with
 sources and synonyms, the per-topic ``TopicConfig`` the validator and the log
-read) is derived from them.
+read) is derived from them. Topic keys and most broker keys are declared here;
+``BROKER_KEYS`` also takes the security keys (``broker/security_config.py``) and
+the group coordinator's (``broker/group_config_keys.py``), listed in
+``BROKER_KEY_OWNERS``: the whole table exists once this module is imported,
+whatever else was.
 
 Sources (Kafka 3.9): ``storage/.../log/LogConfig.java`` (topic keys and their
 broker synonyms), ``server-common/.../config/ServerLogConfigs.java`` and
@@ -24,31 +28,29 @@ import difflib
 import enum
 import functools
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
+from broker import group_config_keys, security_config
+from broker.config_key import (
+    INT_MAX,
+    INT_MIN,
+    LONG_MAX,
+    LONG_MIN,
+    ConfigKey,
+    ConfigType,
+    either,
+    in_range,
+    list_of,
+    one_of,
+)
 from broker.errors import InvalidConfigError
 
-INT_MAX = 2**31 - 1
 #: ``Utils.validHostPattern``: the characters of a host name or address
 _HOST_CHARS = re.compile(r"[0-9a-zA-Z\-%._:]+")
-INT_MIN = -(2**31)
-LONG_MAX = 2**63 - 1
-LONG_MIN = -(2**63)
-
-
-class ConfigType(enum.Enum):
-    """Kafka's ``ConfigDef.Type`` (the ones this product uses)."""
-
-    BOOLEAN = "boolean"
-    STRING = "string"
-    INT = "int"
-    LONG = "long"
-    DOUBLE = "double"
-    LIST = "list"
-    PASSWORD = "password"
 
 
 class ConfigSource(enum.IntEnum):
@@ -61,80 +63,6 @@ class ConfigSource(enum.IntEnum):
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
-
-
-Validator = Callable[[str, Any], None]
-
-
-def in_range(low: float | None = None, high: float | None = None) -> Validator:
-    """``ConfigDef.Range.between`` / ``atLeast``."""
-
-    def check(name: str, value: Any) -> None:
-        if (low is not None and value < low) or (high is not None and value > high):
-            bounds = (
-                f"[{low},...]"
-                if high is None
-                else f"[...,{high}]"
-                if low is None
-                else f"[{low},...,{high}]"
-            )
-            raise InvalidConfigError(
-                f"Invalid value {value} for configuration {name}: Value must be in {bounds}"
-            )
-
-    return check
-
-
-def one_of(*choices: str, case_sensitive: bool = True) -> Validator:
-    """``ConfigDef.ValidString.in`` (``CaseInsensitiveValidString`` when asked)."""
-
-    def check(name: str, value: Any) -> None:
-        ok = (
-            value in choices
-            if case_sensitive
-            else str(value).lower() in {c.lower() for c in choices}
-        )
-        if not ok:
-            raise InvalidConfigError(
-                f"Invalid value {value} for configuration {name}: "
-                f"String must be one of: {', '.join(choices)}"
-            )
-
-    return check
-
-
-def list_of(*choices: str, allow_empty: bool = False) -> Validator:
-    """``ConfigDef.ValidList.in``."""
-
-    def check(name: str, value: Any) -> None:
-        if not value and not allow_empty:
-            raise InvalidConfigError(
-                f"Invalid value {value} for configuration {name}: empty list is not allowed"
-            )
-        for item in value:
-            if item.lower() not in choices:
-                raise InvalidConfigError(
-                    f"Invalid value {item} for configuration {name}: "
-                    f"String must be one of: {', '.join(choices)}"
-                )
-
-    return check
-
-
-def either(*checks: Validator) -> Validator:
-    """Passes when any of ``checks`` passes (e.g. gzip level -1 or 1..9)."""
-
-    def check(name: str, value: Any) -> None:
-        errors = []
-        for c in checks:
-            try:
-                c(name, value)
-                return
-            except InvalidConfigError as e:
-                errors.append(str(e))
-        raise InvalidConfigError(errors[0])
-
-    return check
 
 
 def parse_host_counts(name: str, value: str) -> dict[str, int]:
@@ -202,24 +130,6 @@ def parse_super_users(value: str | None) -> frozenset[str]:
 
 def check_super_users(name: str, value: Any) -> None:
     parse_super_users(value)
-
-
-@dataclass(frozen=True)
-class ConfigKey:
-    """One declared key."""
-
-    name: str
-    type: ConfigType
-    default: Any
-    doc: str
-    validator: Validator | None = None
-    #: broker-level keys that set the default of this topic key, highest
-    #: precedence first (``ServerTopicConfigSynonyms``); each with a factor
-    #: that converts its unit into this key's unit (hours -> ms, ...).
-    synonyms: tuple[tuple[str, int], ...] = ()
-    #: key has no effect in this product (accepted for compatibility with
-    #: admin tools); listed in docs/deviations.md.
-    inert: bool = False
 
 
 def parse_value(key: ConfigKey, raw: object) -> Any:
@@ -632,316 +542,312 @@ def attr_name(name: str) -> str:
 # Broker-only keys
 # --------------------------------------------------------------------------
 
-BROKER_KEYS: dict[str, ConfigKey] = {
-    k.name: k
-    for k in (
-        ConfigKey("node.id", ConfigType.INT, 0, "Id of this broker.", in_range(0)),
-        ConfigKey("broker.id", ConfigType.INT, None, "Alias of node.id.", in_range(0)),
-        ConfigKey(
-            "cluster.id",
-            ConfigType.STRING,
-            None,
-            "Cluster id reported in Metadata; generated once and kept in meta.properties.",
-        ),
-        ConfigKey(
-            "listeners",
-            ConfigType.LIST,
-            ("PLAINTEXT://0.0.0.0:9092",),
-            "Listeners to bind, NAME://host:port,... (NAME a security protocol or a name"
-            " of listener.security.protocol.map).",
-        ),
-        ConfigKey(
-            "advertised.listeners",
-            ConfigType.LIST,
-            None,
-            "Per listener name, the address given in Metadata to the clients of that"
-            " listener; defaults to the listener's bound address.",
-        ),
-        ConfigKey(
-            "log.dirs",
-            ConfigType.LIST,
-            None,
-            "Comma-separated log directories (default: log.dir).",
-        ),
-        ConfigKey(
-            "log.dir", ConfigType.STRING, "./data", "Log directory used when log.dirs is unset."
-        ),
-        ConfigKey(
-            "num.partitions", ConfigType.INT, 1, "Partitions of auto-created topics.", in_range(1)
-        ),
-        ConfigKey(
-            "default.replication.factor",
-            ConfigType.INT,
-            1,
-            "Replication factor of auto-created topics (only 1 is possible here).",
-            in_range(1, 1),
-        ),
-        ConfigKey(
-            "auto.create.topics.enable",
-            ConfigType.BOOLEAN,
-            True,
-            "Create unknown topics on Metadata and Produce requests.",
-        ),
-        ConfigKey("delete.topic.enable", ConfigType.BOOLEAN, True, "Allow DeleteTopics."),
-        ConfigKey(
-            "socket.request.max.bytes",
-            ConfigType.INT,
-            104_857_600,
-            "Largest request frame; a larger one closes the connection.",
-            in_range(1),
-        ),
-        ConfigKey(
-            "socket.send.buffer.bytes",
-            ConfigType.INT,
-            102_400,
-            "SO_SNDBUF of client sockets (-1 = OS default).",
-            in_range(-1),
-        ),
-        ConfigKey(
-            "socket.receive.buffer.bytes",
-            ConfigType.INT,
-            # Kafka: 102400. A fixed SO_RCVBUF turns off Linux's receive autotuning;
-            # at 100 KB it doubled the broker's CPU per MB produced (docs/deviations.md)
-            -1,
-            "SO_RCVBUF of client sockets (-1 = OS default, autotuned).",
-            in_range(-1),
-        ),
-        ConfigKey(
-            "queued.max.request.bytes",
-            ConfigType.LONG,
-            # Kafka: -1, no bound (docs/deviations.md)
-            536_870_912,
-            "Receive buffer bytes all connections together may hold (partial frames"
-            " included) before buffers stop growing; -1 or 0 = 512 MiB (Kafka's -1 means"
-            " unbounded). At least socket.request.max.bytes.",
-            in_range(-1),
-        ),
-        ConfigKey(
-            "max.connections",
-            ConfigType.INT,
-            INT_MAX,
-            "Connections open at once; a new one above it is closed at accept (Kafka"
-            " blocks the acceptor). Also capped by the file descriptor limit.",
-            in_range(0),
-        ),
-        ConfigKey(
-            "max.connections.per.ip",
-            ConfigType.INT,
-            INT_MAX,
-            "Connections open at once from one IP address; a new one above it is closed"
-            " at accept. 0 only with max.connections.per.ip.overrides.",
-            in_range(0),
-        ),
-        ConfigKey(
-            "max.connections.per.ip.overrides",
-            ConfigType.STRING,
-            "",
-            "Per-IP or hostname overrides of max.connections.per.ip, e.g."
-            " 'hostName:100,127.0.0.1:200' (hostnames are resolved at start).",
-            check_host_counts,
-        ),
-        ConfigKey(
-            "connections.max.idle.ms",
-            ConfigType.LONG,
-            600_000,
-            "A connection without a request in flight that received nothing and whose"
-            " answers did not move for this long is closed (negative = never).",
-        ),
-        ConfigKey(
-            "connection.frame.timeout.ms",
-            ConfigType.LONG,
-            30_000,
-            "A request frame must arrive whole within this long of its first byte, or"
-            " the connection is closed (this broker's; -1 = no limit).",
-            either(in_range(1), in_range(-1, -1)),
-        ),
-        ConfigKey(
-            "log.flush.offset.checkpoint.interval.ms",
-            ConfigType.INT,
-            60_000,
-            "How often recovery-point-offset-checkpoint is written.",
-            in_range(0),
-        ),
-        ConfigKey(
-            "log.flush.start.offset.checkpoint.interval.ms",
-            ConfigType.INT,
-            60_000,
-            "How often log-start-offset-checkpoint is written.",
-            in_range(0),
-        ),
-        ConfigKey(
-            "log.retention.check.interval.ms",
-            ConfigType.LONG,
-            300_000,
-            "How often retention is applied.",
-            in_range(1),
-        ),
-        ConfigKey(
-            "num.recovery.threads.per.data.dir",
-            ConfigType.INT,
-            1,
-            "Threads that load and recover partitions at start, per log dir.",
-            in_range(1),
-        ),
-        ConfigKey(
-            "producer.id.expiration.ms",
-            ConfigType.INT,
-            86_400_000,
-            "Producer state of an idle producer id is dropped after this long.",
-            in_range(1),
-        ),
-        ConfigKey(
-            "connection.max.inflight.bytes",
-            ConfigType.LONG,
-            67_108_864,
-            "Bytes one connection may have unanswered (requests in flight plus answers"
-            " its client has not taken yet) before it stops reading and dispatching"
-            " (this broker's; Kafka mutes a channel per request).",
-            in_range(1),
-        ),
-        ConfigKey(
-            "cluster.nodes",
-            ConfigType.LIST,
-            None,
-            "Prototype (docs/scaling.md): the broker processes of one machine as id@host:port;"
-            " partition p of a topic is led by the (p mod n)-th. Empty: this broker alone.",
-        ),
-        ConfigKey(
-            "produce.inline.max.ms",
-            ConfigType.LONG,
-            5,
-            "How long one produce request may validate on the event loop; its later"
-            " partitions are validated on a worker thread (this broker's; Kafka has a pool"
-            " of request handler threads).",
-            in_range(0),
-        ),
-        ConfigKey(
-            "produce.inline.max.cost",
-            ConfigType.LONG,
-            2_097_152,
-            "Cost (about ns: a byte walked 1, inflated 1-4, compressed 2-64) one partition's"
-            " validation may have on the event loop; a costlier one (a batch that inflates to"
-            " megabytes, a recompression) runs on a worker thread (this broker's).",
-            in_range(0),
-        ),
-        ConfigKey(
-            "produce.offload.threads",
-            ConfigType.INT,
-            2,
-            "Worker threads that validate the produce work too costly for the event loop"
-            " (the codecs and compiled walks release the GIL there).",
-            in_range(1),
-        ),
-        ConfigKey(
-            "acks.all.fsync",
-            ConfigType.BOOLEAN,
-            True,
-            "acks=all is answered after an fsync covering the batch (group commit); false"
-            " answers after the append, like acks=1 (this broker's: it has no replicas).",
-        ),
-        ConfigKey(
-            "acks.all.sync.method",
-            ConfigType.STRING,
-            "fsync",
-            "How a group-commit round makes the logs it covers durable: fsync each log's"
-            " files (Kafka's per-log flush), or syncfs, one call per file system for every"
-            " log of the round. syncfs costs a third of the kernel CPU with many partitions"
-            " but also writes back other programs' dirty data on that file system: use it"
-            " for a data disk of the broker's own. Needs Linux 5.8 or later (this broker's).",
-            one_of("fsync", "syncfs"),
-        ),
-        # LogCleaner (CleanerConfig.java): Kafka's keys and defaults
-        ConfigKey(
-            "log.cleaner.enable",
-            ConfigType.BOOLEAN,
-            True,
-            "Run the log cleaner: compact topics are compacted only when it runs.",
-        ),
-        ConfigKey(
-            "log.cleaner.threads",
-            ConfigType.INT,
-            1,
-            "Log cleaner threads (each cleans one log at a time).",
-            in_range(0),
-        ),
-        ConfigKey(
-            "log.cleaner.dedupe.buffer.size",
-            ConfigType.LONG,
-            134_217_728,
-            "Memory of the cleaners' offset maps (key hash -> offset, 24 bytes per key),"
-            " shared among the threads.",
-        ),
-        ConfigKey(
-            "log.cleaner.io.buffer.load.factor",
-            ConfigType.DOUBLE,
-            0.9,
-            "How full an offset map may become before a cleaning stops adding keys.",
-        ),
-        ConfigKey(
-            "log.cleaner.io.buffer.size",
-            ConfigType.INT,
-            524_288,
-            "Memory of the cleaners' read and write buffers, shared among the threads.",
-            in_range(0),
-        ),
-        ConfigKey(
-            "log.cleaner.io.max.bytes.per.second",
-            ConfigType.DOUBLE,
-            1.7976931348623157e308,
-            "Bytes per second the cleaners may read and write together.",
-        ),
-        ConfigKey(
-            "log.cleaner.backoff.ms",
-            ConfigType.LONG,
-            15_000,
-            "How long a cleaner thread sleeps when no log needs cleaning.",
-            in_range(0),
-        ),
-        ConfigKey(
-            "shutdown.timeout.ms",
-            ConfigType.LONG,
-            30_000,
-            "On SIGTERM/SIGINT, how long in-flight requests may take before connections close.",
-            in_range(0),
-        ),
-        ConfigKey(
-            "metrics.enabled",
-            ConfigType.BOOLEAN,
-            True,
-            "Record metrics on the request path; false leaves only build info on /metrics"
-            " (benchmarks measure what recording costs with it).",
-        ),
-        ConfigKey(
-            "metrics.listener",
-            ConfigType.STRING,
-            "0.0.0.0:9404",
-            "host:port of the Prometheus endpoint (also /healthz, /readyz); empty = off.",
-        ),
-        ConfigKey(
-            "authorizer.class.name",
-            ConfigType.STRING,
-            "",
-            "Empty: no authorizer (every request is allowed). "
-            "org.apache.kafka.metadata.authorizer.StandardAuthorizer (or"
-            " kafka.security.authorizer.AclAuthorizer): ACLs checked as Kafka's"
-            " StandardAuthorizer does.",
-            check_authorizer_class,
-        ),
-        ConfigKey(
-            "super.users",
-            ConfigType.STRING,
-            None,
-            "Principals allowed everything, semicolon-separated (User:admin;User:ops).",
-            check_super_users,
-        ),
-        ConfigKey(
-            "allow.everyone.if.no.acl.found",
-            ConfigType.BOOLEAN,
-            False,
-            "With an authorizer: allow a request on a resource that no ACL names.",
-        ),
-    )
-}
+#: the broker-only keys this module owns (the other owners': ``BROKER_KEY_OWNERS``)
+_OWN_BROKER_KEYS = (
+    ConfigKey("node.id", ConfigType.INT, 0, "Id of this broker.", in_range(0)),
+    ConfigKey("broker.id", ConfigType.INT, None, "Alias of node.id.", in_range(0)),
+    ConfigKey(
+        "cluster.id",
+        ConfigType.STRING,
+        None,
+        "Cluster id reported in Metadata; generated once and kept in meta.properties.",
+    ),
+    ConfigKey(
+        "listeners",
+        ConfigType.LIST,
+        ("PLAINTEXT://0.0.0.0:9092",),
+        "Listeners to bind, NAME://host:port,... (NAME a security protocol or a name"
+        " of listener.security.protocol.map).",
+    ),
+    ConfigKey(
+        "advertised.listeners",
+        ConfigType.LIST,
+        None,
+        "Per listener name, the address given in Metadata to the clients of that"
+        " listener; defaults to the listener's bound address.",
+    ),
+    ConfigKey(
+        "log.dirs",
+        ConfigType.LIST,
+        None,
+        "Comma-separated log directories (default: log.dir).",
+    ),
+    ConfigKey("log.dir", ConfigType.STRING, "./data", "Log directory used when log.dirs is unset."),
+    ConfigKey(
+        "num.partitions", ConfigType.INT, 1, "Partitions of auto-created topics.", in_range(1)
+    ),
+    ConfigKey(
+        "default.replication.factor",
+        ConfigType.INT,
+        1,
+        "Replication factor of auto-created topics (only 1 is possible here).",
+        in_range(1, 1),
+    ),
+    ConfigKey(
+        "auto.create.topics.enable",
+        ConfigType.BOOLEAN,
+        True,
+        "Create unknown topics on Metadata and Produce requests.",
+    ),
+    ConfigKey("delete.topic.enable", ConfigType.BOOLEAN, True, "Allow DeleteTopics."),
+    ConfigKey(
+        "socket.request.max.bytes",
+        ConfigType.INT,
+        104_857_600,
+        "Largest request frame; a larger one closes the connection.",
+        in_range(1),
+    ),
+    ConfigKey(
+        "socket.send.buffer.bytes",
+        ConfigType.INT,
+        102_400,
+        "SO_SNDBUF of client sockets (-1 = OS default).",
+        in_range(-1),
+    ),
+    ConfigKey(
+        "socket.receive.buffer.bytes",
+        ConfigType.INT,
+        # Kafka: 102400. A fixed SO_RCVBUF turns off Linux's receive autotuning;
+        # at 100 KB it doubled the broker's CPU per MB produced (docs/deviations.md)
+        -1,
+        "SO_RCVBUF of client sockets (-1 = OS default, autotuned).",
+        in_range(-1),
+    ),
+    ConfigKey(
+        "queued.max.request.bytes",
+        ConfigType.LONG,
+        # Kafka: -1, no bound (docs/deviations.md)
+        536_870_912,
+        "Receive buffer bytes all connections together may hold (partial frames"
+        " included) before buffers stop growing; -1 or 0 = 512 MiB (Kafka's -1 means"
+        " unbounded). At least socket.request.max.bytes.",
+        in_range(-1),
+    ),
+    ConfigKey(
+        "max.connections",
+        ConfigType.INT,
+        INT_MAX,
+        "Connections open at once; a new one above it is closed at accept (Kafka"
+        " blocks the acceptor). Also capped by the file descriptor limit.",
+        in_range(0),
+    ),
+    ConfigKey(
+        "max.connections.per.ip",
+        ConfigType.INT,
+        INT_MAX,
+        "Connections open at once from one IP address; a new one above it is closed"
+        " at accept. 0 only with max.connections.per.ip.overrides.",
+        in_range(0),
+    ),
+    ConfigKey(
+        "max.connections.per.ip.overrides",
+        ConfigType.STRING,
+        "",
+        "Per-IP or hostname overrides of max.connections.per.ip, e.g."
+        " 'hostName:100,127.0.0.1:200' (hostnames are resolved at start).",
+        check_host_counts,
+    ),
+    ConfigKey(
+        "connections.max.idle.ms",
+        ConfigType.LONG,
+        600_000,
+        "A connection without a request in flight that received nothing and whose"
+        " answers did not move for this long is closed (negative = never).",
+    ),
+    ConfigKey(
+        "connection.frame.timeout.ms",
+        ConfigType.LONG,
+        30_000,
+        "A request frame must arrive whole within this long of its first byte, or"
+        " the connection is closed (this broker's; -1 = no limit).",
+        either(in_range(1), in_range(-1, -1)),
+    ),
+    ConfigKey(
+        "log.flush.offset.checkpoint.interval.ms",
+        ConfigType.INT,
+        60_000,
+        "How often recovery-point-offset-checkpoint is written.",
+        in_range(0),
+    ),
+    ConfigKey(
+        "log.flush.start.offset.checkpoint.interval.ms",
+        ConfigType.INT,
+        60_000,
+        "How often log-start-offset-checkpoint is written.",
+        in_range(0),
+    ),
+    ConfigKey(
+        "log.retention.check.interval.ms",
+        ConfigType.LONG,
+        300_000,
+        "How often retention is applied.",
+        in_range(1),
+    ),
+    ConfigKey(
+        "num.recovery.threads.per.data.dir",
+        ConfigType.INT,
+        1,
+        "Threads that load and recover partitions at start, per log dir.",
+        in_range(1),
+    ),
+    ConfigKey(
+        "producer.id.expiration.ms",
+        ConfigType.INT,
+        86_400_000,
+        "Producer state of an idle producer id is dropped after this long.",
+        in_range(1),
+    ),
+    ConfigKey(
+        "connection.max.inflight.bytes",
+        ConfigType.LONG,
+        67_108_864,
+        "Bytes one connection may have unanswered (requests in flight plus answers"
+        " its client has not taken yet) before it stops reading and dispatching"
+        " (this broker's; Kafka mutes a channel per request).",
+        in_range(1),
+    ),
+    ConfigKey(
+        "cluster.nodes",
+        ConfigType.LIST,
+        None,
+        "Prototype (docs/scaling.md): the broker processes of one machine as id@host:port;"
+        " partition p of a topic is led by the (p mod n)-th. Empty: this broker alone.",
+    ),
+    ConfigKey(
+        "produce.inline.max.ms",
+        ConfigType.LONG,
+        5,
+        "How long one produce request may validate on the event loop; its later"
+        " partitions are validated on a worker thread (this broker's; Kafka has a pool"
+        " of request handler threads).",
+        in_range(0),
+    ),
+    ConfigKey(
+        "produce.inline.max.cost",
+        ConfigType.LONG,
+        2_097_152,
+        "Cost (about ns: a byte walked 1, inflated 1-4, compressed 2-64) one partition's"
+        " validation may have on the event loop; a costlier one (a batch that inflates to"
+        " megabytes, a recompression) runs on a worker thread (this broker's).",
+        in_range(0),
+    ),
+    ConfigKey(
+        "produce.offload.threads",
+        ConfigType.INT,
+        2,
+        "Worker threads that validate the produce work too costly for the event loop"
+        " (the codecs and compiled walks release the GIL there).",
+        in_range(1),
+    ),
+    ConfigKey(
+        "acks.all.fsync",
+        ConfigType.BOOLEAN,
+        True,
+        "acks=all is answered after an fsync covering the batch (group commit); false"
+        " answers after the append, like acks=1 (this broker's: it has no replicas).",
+    ),
+    ConfigKey(
+        "acks.all.sync.method",
+        ConfigType.STRING,
+        "fsync",
+        "How a group-commit round makes the logs it covers durable: fsync each log's"
+        " files (Kafka's per-log flush), or syncfs, one call per file system for every"
+        " log of the round. syncfs costs a third of the kernel CPU with many partitions"
+        " but also writes back other programs' dirty data on that file system: use it"
+        " for a data disk of the broker's own. Needs Linux 5.8 or later (this broker's).",
+        one_of("fsync", "syncfs"),
+    ),
+    # LogCleaner (CleanerConfig.java): Kafka's keys and defaults
+    ConfigKey(
+        "log.cleaner.enable",
+        ConfigType.BOOLEAN,
+        True,
+        "Run the log cleaner: compact topics are compacted only when it runs.",
+    ),
+    ConfigKey(
+        "log.cleaner.threads",
+        ConfigType.INT,
+        1,
+        "Log cleaner threads (each cleans one log at a time).",
+        in_range(0),
+    ),
+    ConfigKey(
+        "log.cleaner.dedupe.buffer.size",
+        ConfigType.LONG,
+        134_217_728,
+        "Memory of the cleaners' offset maps (key hash -> offset, 24 bytes per key),"
+        " shared among the threads.",
+    ),
+    ConfigKey(
+        "log.cleaner.io.buffer.load.factor",
+        ConfigType.DOUBLE,
+        0.9,
+        "How full an offset map may become before a cleaning stops adding keys.",
+    ),
+    ConfigKey(
+        "log.cleaner.io.buffer.size",
+        ConfigType.INT,
+        524_288,
+        "Memory of the cleaners' read and write buffers, shared among the threads.",
+        in_range(0),
+    ),
+    ConfigKey(
+        "log.cleaner.io.max.bytes.per.second",
+        ConfigType.DOUBLE,
+        1.7976931348623157e308,
+        "Bytes per second the cleaners may read and write together.",
+    ),
+    ConfigKey(
+        "log.cleaner.backoff.ms",
+        ConfigType.LONG,
+        15_000,
+        "How long a cleaner thread sleeps when no log needs cleaning.",
+        in_range(0),
+    ),
+    ConfigKey(
+        "shutdown.timeout.ms",
+        ConfigType.LONG,
+        30_000,
+        "On SIGTERM/SIGINT, how long in-flight requests may take before connections close.",
+        in_range(0),
+    ),
+    ConfigKey(
+        "metrics.enabled",
+        ConfigType.BOOLEAN,
+        True,
+        "Record metrics on the request path; false leaves only build info on /metrics"
+        " (benchmarks measure what recording costs with it).",
+    ),
+    ConfigKey(
+        "metrics.listener",
+        ConfigType.STRING,
+        "0.0.0.0:9404",
+        "host:port of the Prometheus endpoint (also /healthz, /readyz); empty = off.",
+    ),
+    ConfigKey(
+        "authorizer.class.name",
+        ConfigType.STRING,
+        "",
+        "Empty: no authorizer (every request is allowed). "
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer (or"
+        " kafka.security.authorizer.AclAuthorizer): ACLs checked as Kafka's"
+        " StandardAuthorizer does.",
+        check_authorizer_class,
+    ),
+    ConfigKey(
+        "super.users",
+        ConfigType.STRING,
+        None,
+        "Principals allowed everything, semicolon-separated (User:admin;User:ops).",
+        check_super_users,
+    ),
+    ConfigKey(
+        "allow.everyone.if.no.acl.found",
+        ConfigType.BOOLEAN,
+        False,
+        "With an authorizer: allow a request on a resource that no ACL names.",
+    ),
+)
 
 
 def _all_broker_synonyms() -> dict[str, tuple[str, int]]:
@@ -956,12 +862,37 @@ def _all_broker_synonyms() -> dict[str, tuple[str, int]]:
 BROKER_TOPIC_SYNONYMS: dict[str, tuple[str, int]] = _all_broker_synonyms()
 
 
-def register_broker_key(key: ConfigKey) -> ConfigKey:
-    """Declare a broker-only key from the module that owns the behaviour."""
-    if key.name in BROKER_KEYS or key.name in BROKER_TOPIC_SYNONYMS:
-        raise ValueError(f"config key {key.name} declared twice")
-    BROKER_KEYS[key.name] = key
-    return key
+#: every module that declares broker-only keys, and its keys; ``BROKER_KEYS`` is built from
+#: these in this one place (an owner above this module in the layers, like the group
+#: coordinator, declares its keys in a module of its own below it)
+BROKER_KEY_OWNERS: Mapping[str, tuple[ConfigKey, ...]] = MappingProxyType(
+    {
+        "broker.config": _OWN_BROKER_KEYS,
+        "broker.security_config": security_config.KEYS,
+        "broker.group_config_keys": group_config_keys.KEYS,
+    }
+)
+
+
+def build_broker_keys(
+    owners: Mapping[str, Iterable[ConfigKey]], topic_synonyms: Iterable[str]
+) -> Mapping[str, ConfigKey]:
+    """The table of broker-only keys from every owner's declarations; a name declared
+    twice (by two owners, by one owner twice, or as a topic key's broker synonym)
+    raises ValueError naming both declarers."""
+    declared_by = dict.fromkeys(topic_synonyms, "a topic key's synonyms")
+    table: dict[str, ConfigKey] = {}
+    for owner, keys in owners.items():
+        for key in keys:
+            first = declared_by.setdefault(key.name, owner)
+            if key.name in table or first != owner:
+                raise ValueError(f"config key {key.name} declared by {first} and {owner}")
+            table[key.name] = key
+    return MappingProxyType(table)
+
+
+#: every broker-only key, by name
+BROKER_KEYS: Mapping[str, ConfigKey] = build_broker_keys(BROKER_KEY_OWNERS, BROKER_TOPIC_SYNONYMS)
 
 
 def broker_key(name: str) -> ConfigKey | None:
@@ -972,7 +903,7 @@ def broker_key(name: str) -> ConfigKey | None:
     syn = BROKER_TOPIC_SYNONYMS.get(name)
     if syn is None:
         # listener.name.<listener>.[<mechanism>.]<key> (broker/security_config.py)
-        return _security_config.listener_key(name, BROKER_KEYS)
+        return security_config.listener_key(name, BROKER_KEYS)
     topic_key = TOPIC_KEYS[syn[0]]
     # the synonym has the topic key's type; hours/minutes are plain ints too.
     # Its default is Kafka's (KafkaConfig): in a list of synonyms only the last
@@ -994,7 +925,7 @@ def suggest_key(name: str) -> str | None:
     ``num.partiton`` -> ``num.partitions``; a listener-prefixed name is matched
     within its prefix (``listener.name.ssl.ssl.keystore.locaton`` ->
     ``listener.name.ssl.ssl.keystore.location``)."""
-    prefixed = _security_config.listener_candidates(name, BROKER_KEYS)
+    prefixed = security_config.listener_candidates(name, BROKER_KEYS)
     if prefixed is not None:
         prefix, rest, candidates = prefixed
         close = difflib.get_close_matches(rest, candidates, n=1)
@@ -1126,7 +1057,3 @@ def parse_overrides(items: Iterable[str]) -> dict[str, str]:
             raise InvalidConfigError(f"Malformed override {item!r}: expected key=value")
         out[name.strip()] = value.strip()
     return out
-
-
-# the security keys (listeners, TLS, SASL) register themselves into BROKER_KEYS
-from broker import security_config as _security_config  # noqa: E402

@@ -1,7 +1,8 @@
 """The security keys: listeners' protocols, TLS, SASL, with Kafka's names and defaults.
 
-Declared here (registered into ``broker.config``'s table when that module
-loads) so the shared config module only gains the listener-prefix rule.
+Declared here (``KEYS``; ``broker.config`` builds its one table of broker keys
+from it and the other owners' tuples) so the shared config module only gains
+the listener-prefix rule.
 Sources (Kafka 3.9): ``SocketServerConfigs``, ``BrokerSecurityConfigs``,
 ``SslConfigs``, ``SaslConfigs``.
 
@@ -19,9 +20,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from typing import Any
 
-from broker.config import ConfigKey, ConfigType, in_range, list_of, one_of, register_broker_key
+from broker.config_key import ConfigKey, ConfigType, in_range, list_of, one_of
 from broker.errors import InvalidConfigError
 
 #: Kafka's SecurityProtocol names
@@ -62,7 +64,8 @@ def parse_protocol_map(name: str, value: Any) -> dict[str, str]:
     return out
 
 
-_KEYS = (
+#: the security keys (``broker.config`` puts them in its table of broker keys)
+KEYS = (
     ConfigKey(
         "listener.security.protocol.map",
         ConfigType.LIST,
@@ -273,14 +276,11 @@ _KEYS = (
     ),
 )
 
-for _key in _KEYS:
-    register_broker_key(_key)
-
-SECURITY_KEYS = frozenset(k.name for k in _KEYS)
+SECURITY_KEYS = frozenset(k.name for k in KEYS)
 
 
 def listener_candidates(
-    name: str, known: dict[str, ConfigKey]
+    name: str, known: Mapping[str, ConfigKey]
 ) -> tuple[str, str, list[str]] | None:
     """For a misspelt ``listener.name.<listener>.<rest>``: (prefix, rest, the keys
     :func:`listener_key` accepts after that prefix); None without the prefix."""
@@ -293,7 +293,7 @@ def listener_candidates(
     return prefix, match.group(2), plain + by_mechanism
 
 
-def listener_key(name: str, known: dict[str, ConfigKey]) -> ConfigKey | None:
+def listener_key(name: str, known: Mapping[str, ConfigKey]) -> ConfigKey | None:
     """The declaration of ``listener.name.<listener>.[<mechanism>.]<key>``, renamed;
     None if ``name`` has no such prefix or names no known key."""
     match = _LISTENER_PREFIX.match(name)

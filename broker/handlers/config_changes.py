@@ -33,7 +33,8 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
-from broker.config import TOPIC_KEYS, BrokerConfig, ConfigType, TopicConfig, broker_key
+from broker.config import TOPIC_KEYS, BrokerConfig, TopicConfig, broker_key
+from broker.config_key import ConfigType
 from broker.errors import (
     ClusterAuthorizationError,
     ErrorCode,

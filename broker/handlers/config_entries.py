@@ -38,13 +38,12 @@ from broker.config import (
     BROKER_TOPIC_SYNONYMS,
     TOPIC_KEYS,
     BrokerConfig,
-    ConfigKey,
     ConfigSource,
-    ConfigType,
     TopicConfig,
     broker_key,
     format_value,
 )
+from broker.config_key import ConfigKey, ConfigType
 
 #: ``DescribeConfigsResponse.ConfigType`` ids
 CONFIG_TYPE_IDS = {

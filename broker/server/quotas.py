@@ -25,7 +25,7 @@ import resource
 import socket
 from collections.abc import Mapping
 
-from broker.config import INT_MAX
+from broker.config_key import INT_MAX
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,8 @@ import enum
 import time
 from collections.abc import Callable
 
-from broker.config import LONG_MAX, TopicConfig
+from broker.config import TopicConfig
+from broker.config_key import LONG_MAX
 from broker.errors import RecordTooLargeError, UnsupportedCompressionTypeError
 from broker.records import batch as v2
 from broker.records import scan

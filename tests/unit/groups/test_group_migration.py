@@ -127,7 +127,7 @@ def mixed_group(ctx: Context, policy_sub: bytes | None = None) -> tuple[Any, Any
 
 def test_migration_policy_config():
     assert GroupConfig().consumer_group_migration_policy == "bidirectional"
-    from broker.coordinator.group.config import _migration_policy, migration_policy
+    from broker.group_config_keys import _migration_policy, migration_policy
 
     for value in ("DISABLED", "Upgrade", "downgrade", "BIDIRECTIONAL"):
         _migration_policy("group.consumer.migration.policy", value)

@@ -7,7 +7,8 @@ import resource
 
 import pytest
 
-from broker.config import INT_MAX, BrokerConfig
+from broker.config import BrokerConfig
+from broker.config_key import INT_MAX
 from broker.errors import InvalidConfigError
 from broker.server import quotas
 from broker.server.quotas import ConnectionQuotas, normalize, resolve_overrides

@@ -19,7 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.config import LONG_MAX, TopicConfig
+from broker.config import TopicConfig
+from broker.config_key import LONG_MAX
 from broker.errors import KafkaError
 from broker.records import _scan_py, scan
 from broker.records.batch import write_crc
