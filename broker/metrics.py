@@ -1,9 +1,9 @@
 """Every metric of the broker, defined once; the only importer of prometheus_client.
 
-Kafka's meters (``BrokerTopicMetrics``, ``RequestMetrics``, ``Log``,
-``LogFlushStats``; reference §5) become Prometheus-native metrics: counters
-end in ``_total``, durations are ``_seconds``, sizes ``_bytes``; Kafka's
-histograms stay histograms. The JMX name behind each one is in
+Kafka's meters (``BrokerTopicMetrics.java``, ``RequestMetrics.java``, the ``Log``
+gauges of ``UnifiedLog.newMetrics``, ``LogFlushStats``) become Prometheus-native
+metrics: counters end in ``_total``, durations are ``_seconds``, sizes
+``_bytes``; Kafka's histograms stay histograms. The JMX name behind each one is in
 ``docs/metrics.md``.
 
 Lower layers never see prometheus_client: they get small recorder objects
@@ -146,7 +146,8 @@ CleanerProvider = Callable[[], CleanerSample]
 class ValidatorRecorder:
     """The validator's metrics recorder (Kafka's ``newValidatorMetricsRecorder``).
 
-    These four meters exist for all topics only, as in Kafka (§5.1).
+    These four meters exist for all topics only, as in Kafka (``BrokerTopicMetrics``
+    creates them for the all-topics instance only).
     """
 
     def __init__(self, metrics: BrokerMetrics) -> None:

@@ -1,7 +1,8 @@
 """Memory-mapped index files with fixed-width entries (``AbstractIndex.java``).
 
 The offset index (8-byte entries) and the time index (12-byte entries)
-share this base. Facts that follow from it (reference §3.2):
+share this base. Facts that follow from it (``AbstractIndex``'s constructor,
+``resize`` and ``trimToValidSize``):
 
 * A **new** file is created pre-allocated to ``segment.index.bytes`` rounded
   down to a multiple of the entry size (10485760 -> 10485760 for ``.index``,

@@ -1,10 +1,10 @@
 """One partition led by this broker: validate, then append (``Partition.appendRecordsToLeader``).
 
-The produce path of one partition of one request, reference §4.4::
+The produce path of one partition of one request, in ``UnifiedLog.append``'s order::
 
     validate_records(records, topic config, next offset = LEO, now)   # validator
       -> log.prepare_append(validated)     # leader epochs, segment.bytes check, maybe_roll
-      -> check_producer_batches(...)       # §4.6: duplicate / epoch / sequence
+      -> check_producer_batches(...)       # ProducerAppendInfo: duplicate / epoch / sequence
       -> log.commit_append(pending)        # bytes to the active segment, LEO, producer state
 
 Nothing in between awaits or yields to the event loop, so offsets are

@@ -1,4 +1,5 @@
-"""The validation loop of the paths that may rebuild (§1.8, §1.9).
+"""The validation loop of the paths that may rebuild (``LogValidator``'s
+``convertAndAssignOffsetsNonCompressed``, ``validateMessagesAndAssignOffsetsCompressed``).
 
 ``collect`` runs ``validateBatch`` and the per-record checks over every
 batch with one compiled walk per batch (decompressing a compressed batch

@@ -1,13 +1,13 @@
 """The validator's one entry point and Kafka's path decisions, as tables.
 
-``validate_records`` runs, in ``UnifiedLog.append``'s order (§4.4):
+``validate_records`` runs, in ``UnifiedLog.append``'s order:
 
-1. ``ProduceRequest.validateRecords`` (§4.2: produce version rules, ZSTD gate);
-2. ``analyzeAndValidateRecords`` (§4.5: framing, client base offset 0,
+1. ``ProduceRequest.validateRecords`` (produce version rules, ZSTD gate);
+2. ``UnifiedLog.analyzeAndValidateRecords`` (framing, client base offset 0,
    max.message.bytes, CRC, codec ids) and the trim of a trailing partial batch;
-3. ``LogValidator.validateMessagesAndAssignOffsets`` (§1), by the tables below;
-4. the post-rebuild size check (§4.4 step 5): a rebuilt batch larger than
-   max.message.bytes -> RecordTooLargeError.
+3. ``LogValidator.validateMessagesAndAssignOffsets``, by the tables below;
+4. the post-rebuild size check (``UnifiedLog.append``, after the validator):
+   a rebuilt batch larger than max.message.bytes -> RecordTooLargeError.
 
 Decompression is bounded: by default ``max(64 MiB, 16 x max.message.bytes)``.
 A batch can legitimately inflate far beyond its compressed size (repetitive
@@ -55,15 +55,15 @@ DECOMPRESSION_FACTOR = 16
 
 
 class Path(enum.Enum):
-    """``validateMessagesAndAssignOffsets`` dispatch (§1.2)."""
+    """``LogValidator.validateMessagesAndAssignOffsets`` dispatch."""
 
     IN_PLACE_NON_COMPRESSED = "assignOffsetsNonCompressed"
     CONVERT_NON_COMPRESSED = "convertAndAssignOffsetsNonCompressed"
     COMPRESSED = "validateMessagesAndAssignOffsetsCompressed"
 
 
-#: §1.2 -- (source is NONE, target is NONE, every batch has magic == toMagic) -> path;
-#: None matches anything.
+#: ``validateMessagesAndAssignOffsets`` -- (source is NONE, target is NONE,
+#: every batch has magic == toMagic) -> path; None matches anything.
 DISPATCH: tuple[tuple[bool | None, bool | None, bool | None, Path], ...] = (
     (True, True, True, Path.IN_PLACE_NON_COMPRESSED),
     (True, True, False, Path.CONVERT_NON_COMPRESSED),
@@ -92,7 +92,7 @@ def choose_path(source_none: bool, target_none: bool, magic_matches: bool) -> Pa
 
 
 class Facts:
-    """What the in-place rules of §1.9 look at."""
+    """What the in-place rules of ``validateMessagesAndAssignOffsetsCompressed`` look at."""
 
     __slots__ = ("first_is_control", "first_magic", "source_codec", "target_codec", "to_magic")
 
@@ -111,10 +111,11 @@ class Facts:
         self.first_is_control = first_is_control
 
 
-#: §1.9 in-place decision, evaluated top to bottom before the records are read;
-#: a row whose condition holds sets the verdict (later rows override earlier
-#: ones). Rule d (non-consecutive inner offsets -> rebuild) is applied while
-#: the records are walked (collect.py).
+#: ``validateMessagesAndAssignOffsetsCompressed``'s in-place decision, evaluated
+#: top to bottom before the records are read; a row whose condition holds sets
+#: the verdict (later rows override earlier ones). Rule d (non-consecutive
+#: inner offsets -> rebuild) is applied while the records are walked
+#: (collect.py).
 IN_PLACE_RULES: tuple[tuple[str, str, Callable[[Facts], bool], bool | None], ...] = (
     ("a", "initial: source codec == target codec (levels ignored)", lambda f: True, None),
     ("b", "first batch magic != toMagic, or toMagic == 0",
@@ -177,8 +178,10 @@ def validate_records(
     (offsets, leader epoch, max timestamp and CRC of the batch header).
     ``to_magic`` is always 2 for produce with KRaft; 0/1 are Kafka's older
     message formats (tests). ``zstd_allowed_by_ibp`` False models an
-    inter.broker.protocol.version < 2.1 (§1.13). Raises the
-    ``broker.errors`` exception of the first failing check (§1.14).
+    inter.broker.protocol.version < 2.1 (the ZSTD gate of
+    ``LogValidator.validateMessagesAndAssignOffsetsCompressed``). Raises the
+    ``broker.errors`` exception of the first failing check, with the code
+    Kafka's ``Errors.forException`` gives its exception.
 
     ``request_checked``: the caller made ``ProduceRequest.validateRecords``'s
     checks already (the produce handler does, before the partition's meters).
@@ -283,9 +286,10 @@ def _in_place_v2(  # noqa: PLR0917
     """The common produce, one uncompressed v2 batch from a client to an
     uncompressed log, validated in place by one call of the compiled twin
     (``scan.assign_in_place_v2``): the same checks, walk and header changes as
-    ``assign_offsets_non_compressed`` (§1.3) and ``batch_infos``, without the
-    general path's layers (a fifth of a 1 KB request's broker time went to
-    them). None when anything fails: the general path then reports it."""
+    ``assign_offsets_non_compressed`` (``LogValidator.assignOffsetsNonCompressed``)
+    and ``batch_infos``, without the general path's layers (a fifth of a 1 KB
+    request's broker time went to them). None when anything fails: the general
+    path then reports it."""
     done = scan.assign_in_place_v2(
         records, next_offset, leader_epoch, now, config.timestamp_before_max_ms,
         config.timestamp_after_max_ms, config.compacted, config.log_append_time,
