@@ -80,9 +80,9 @@ def _without_traceback(
     traceback. The traceback's frames hold what the validator was working on
     (up to a 64 MiB decompression and its rewrite), and an exception that
     crossed threads sits in a reference cycle of the executor's futures until
-    the cyclic GC runs, which a broker allocating few objects does rarely:
-    60 bombs in a row kept 1.1 GB alive before this. (A bug's exception keeps
-    its traceback for the log.)"""
+    the cyclic GC runs, which a broker allocating few objects does rarely: a
+    run of decompression bombs kept a large amount of memory alive before this
+    (docs/performance.md). (A bug's exception keeps its traceback for the log.)"""
     try:
         return validation()
     except KafkaError as exc:

@@ -341,8 +341,8 @@ def walk_v2(  # noqa: PLR0917
     write at offset deltas 0..n-1 from the first record's timestamp
     (attributes 0, shortest varints, null lengths written as -1, not a
     LogAppendTime batch), so a rebuild may copy them as they are; it is only
-    computed with ``want_canonical`` (else False): it costs the compiled walk
-    about a fifth of its time and the in-place paths never need it.
+    computed with ``want_canonical`` (else False): it is a sizeable share of
+    the compiled walk's time and the in-place paths never need it.
     """
     max_ts = -1
     min_ts = 2**63 - 1

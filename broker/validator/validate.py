@@ -287,9 +287,9 @@ def _in_place_v2(  # noqa: PLR0917
     uncompressed log, validated in place by one call of the compiled twin
     (``scan.assign_in_place_v2``): the same checks, walk and header changes as
     ``assign_offsets_non_compressed`` (``LogValidator.assignOffsetsNonCompressed``)
-    and ``batch_infos``, without the general path's layers (a fifth of a 1 KB
-    request's broker time went to them). None when anything fails: the general
-    path then reports it."""
+    and ``batch_infos``, without the general path's layers (they were a large
+    share of a small request's broker time; docs/performance.md). None when
+    anything fails: the general path then reports it."""
     done = scan.assign_in_place_v2(
         records, next_offset, leader_epoch, now, config.timestamp_before_max_ms,
         config.timestamp_after_max_ms, config.compacted, config.log_append_time,
