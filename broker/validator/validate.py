@@ -205,8 +205,7 @@ def validate_records(
     trimmed = records[: analysis.valid_bytes]
     target, level = target_compression(config, analysis.source_compression_type)
     if (
-        ONE_CALL_IN_PLACE
-        and analysis.entries == 1
+        analysis.entries == 1
         and analysis.magic_mask == _V2_ONLY
         and target == CompressionType.NONE == analysis.source_compression_type
         and origin is AppendOrigin.CLIENT
@@ -269,9 +268,6 @@ def validate_records(
     )
 
 
-#: the produce hot path in one call (``_in_place_v2``); tests turn it off to
-#: compare it with the general path
-ONE_CALL_IN_PLACE = True
 _V2_ONLY = 1 << MAGIC_V2
 
 
