@@ -336,7 +336,8 @@ def walk_v2(  # noqa: PLR0917
     the first ``error_limit`` record errors (None when there is none) and
     ``error_counts`` counts every one by its ERR_* code (None when none), so
     a batch of millions of failing records costs no object per record; ``offsets_consecutive`` is
-    ``base_offset + offsetDelta == index`` for all of them (in-place rule d);
+    ``base_offset + offsetDelta == index`` for all of them (an in-place rule of
+    ``validateMessagesAndAssignOffsetsCompressed``);
     ``canonical`` says the records are byte-for-byte what the builder would
     write at offset deltas 0..n-1 from the first record's timestamp
     (attributes 0, shortest varints, null lengths written as -1, not a
