@@ -1,12 +1,12 @@
 """Counters and histograms cheap enough for the request path.
 
 prometheus_client's ``Counter.inc`` and ``Histogram.observe`` take a lock per
-value and walk the buckets in Python: 0.4 and 0.8 us each, so Kafka's eight
-request histograms plus a few counters cost 10-15 us per request -- about a
-quarter of the whole produce path for a 100-record batch. The broker updates
+value and walk the buckets in Python, so Kafka's eight request histograms
+plus a few counters were a large share of the whole produce path for a small
+batch (docs/performance.md, "Figures moved from the code"). The broker updates
 these meters from one thread only (the event loop's), so they need no lock:
 an ``inc`` is a float addition, an ``observe`` a C ``bisect`` into the bucket
-list (0.1-0.2 us). ``broker/metrics.py`` exposes them through a collector
+list, several times cheaper. ``broker/metrics.py`` exposes them through a collector
 under the same names, types and units as prometheus_client would.
 
 Not thread-safe by design: anything updated from other threads (the log

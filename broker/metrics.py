@@ -1,9 +1,9 @@
 """Every metric of the broker, defined once; the only importer of prometheus_client.
 
-Kafka's meters (``BrokerTopicMetrics``, ``RequestMetrics``, ``Log``,
-``LogFlushStats``; reference §5) become Prometheus-native metrics: counters
-end in ``_total``, durations are ``_seconds``, sizes ``_bytes``; Kafka's
-histograms stay histograms. The JMX name behind each one is in
+Kafka's meters (``BrokerTopicMetrics.java``, ``RequestMetrics.java``, the ``Log``
+gauges of ``UnifiedLog.newMetrics``, ``LogFlushStats``) become Prometheus-native
+metrics: counters end in ``_total``, durations are ``_seconds``, sizes
+``_bytes``; Kafka's histograms stay histograms. The JMX name behind each one is in
 ``docs/metrics.md``.
 
 Lower layers never see prometheus_client: they get small recorder objects
@@ -17,7 +17,7 @@ the log cleaner's gauges are read at scrape time from provider callables, so
 appends pay nothing for them.
 
 The counters and histograms the event loop updates are ``broker.meters``
-objects (no lock, a C bisect per observation: 0.1-0.2 us instead of 0.4-0.8 us),
+objects (no lock, a C bisect per observation: several times cheaper),
 exposed by :class:`_MeterCollector` under the same names, types and units
 prometheus_client would give them; metrics fed from other threads (the log
 flush timer, log recovery's counts) stay prometheus_client's locked ones.
@@ -146,7 +146,8 @@ CleanerProvider = Callable[[], CleanerSample]
 class ValidatorRecorder:
     """The validator's metrics recorder (Kafka's ``newValidatorMetricsRecorder``).
 
-    These four meters exist for all topics only, as in Kafka (§5.1).
+    These four meters exist for all topics only, as in Kafka (``BrokerTopicMetrics``
+    creates them for the all-topics instance only).
     """
 
     def __init__(self, metrics: BrokerMetrics) -> None:
@@ -282,8 +283,8 @@ class RequestMetrics:
         temporary_bytes: int = 0,
     ) -> None:
         """One request: what eight ``observe`` calls and an ``inc`` would record,
-        in one call (2.7 -> ~1 us per request; issue 6 allows metrics 3% of a
-        produce path that takes 35-50 us for a small request). Each value
+        in one call (a fraction of the separate calls' cost, docs/performance.md;
+        issue 6 allows metrics 3% of a small request's produce path). Each value
         goes into its histogram as :meth:`FastHistogram.observe` puts it; a
         zero (queue time always, remote time for acks=0/1, conversion time
         and temporary memory when nothing was converted) goes straight into

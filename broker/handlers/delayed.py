@@ -12,8 +12,8 @@ decides the answer; the dispatcher encodes it and the connection writes it::
 Each step calls the next one at once. With ``asyncio.Future`` in their
 place, each ``set_result`` scheduled its done callbacks through the loop
 (``call_soon``), so an acks=all answer took two more loop iterations and
-two futures; at 17,000 acks=all requests a second that chain was ~5 us of
-the loop's ~40 us per request. Kafka's ``DelayedProduce`` likewise calls
+two futures, a measurable share of the loop's time per acks=all request
+(docs/performance.md). Kafka's ``DelayedProduce`` likewise calls
 its ``responseCallback`` directly when it completes.
 
 One listener, called once, on the thread that resolves (the loop's). A

@@ -1,7 +1,7 @@
 """Produce (key 0), versions 0-11.
 
-Behaviour (``KafkaApis.handleProduceRequest``, ``ReplicaManager.appendToLocalLog``,
-reference §4.1-§4.3):
+Behaviour (``KafkaApis.handleProduceRequest``, ``ProduceRequest.validateRecords``,
+``ReplicaManager.appendToLocalLog``):
 - A partition whose first batch is transactional fails the whole request:
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED without a transactional id or
   without WRITE on it (as Kafka), INVALID_TXN_STATE with one (this broker
@@ -101,7 +101,8 @@ from broker.validator.analysis import check_request_records
 
 log = logging.getLogger(__name__)
 
-#: errors answered with log_start_offset -1 and without FailedProduceRequests (§4.3)
+#: errors answered with log_start_offset -1 and without FailedProduceRequests
+#: (``ReplicaManager.appendToLocalLog``)
 _PLAIN_ERRORS = frozenset(
     {
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,

@@ -13,16 +13,15 @@ entries a table.
 Where the time goes, and why the walks are shaped as they are: a batch's
 records are parsed first; the keys to look up are hashed 32 at a time (one
 key is a serial chain of 64 steps; 32 independent chains fill the vector
-units: ~40 ns a key alone, a few ns together), and the first slot of each
+units, so 32 keys cost little more than one), and the first slot of each
 key is computed and prefetched right then; the records are then judged (or
 put) in order, by which time their slots are in the cache. Probing without
-that wait was ~40 ns a record on a 128 MiB map with a million keys, half
-the cleaning. The table's slot of a probe is ``abs(probe) % slots`` as in
+that wait was about half the cleaning on a large map. The table's slot of a probe is ``abs(probe) % slots`` as in
 Kafka, computed without a division (Lemire's remainder by multiplication).
 The filter hashes only the keys the superseded bitmap cannot answer for
 (records before the first dirty offset, or past the bitmap): a dirty
-record's fate is one bit (filter pass ~78 -> ~44 ns a record at 1 GiB, 10%
-live keys; the map pass stays ~55-65 ns, walking, hashing and probing).
+record's fate is one bit, which made the filter pass markedly cheaper; the
+map pass still walks, hashes and probes (docs/performance.md).
 
 Errors are found in C and raised with the reference's ``error(code, ...)``
 once the GIL is back, so both twins raise the same exceptions with the same
@@ -207,8 +206,8 @@ cdef extern from *:
 
     /* Eight single-block keys (at most 55 bytes each) at once: the same steps on
        eight independent lanes, which the compiler turns into SIMD (SSE2 is
-       enough: two 4 x 32-bit registers per variable). One key is ~40 ns with
-       broker_md5, eight are ~40 ns together here. */
+       enough: two 4 x 32-bit registers per variable). Eight keys together
+       cost about what one costs with broker_md5 (docs/performance.md). */
     #define BROKER_LANES 32
     #define BROKER_LANE_MAX 55
     /* memcpy of at most 55 bytes without a call: two overlapping moves of the

@@ -4,8 +4,8 @@
 Header fields are decoded from the mapped bytes in C. CRC-32C runs in C
 too: the SSE4.2 ``crc32`` instruction has a latency of 3 cycles but a
 throughput of 1 per cycle, so three interleaved streams run ~3x faster
-than one (the ``crc32c`` package is a single stream, ~6 GB/s here, which
-alone would take most of the recovery budget of 2x a sequential read).
+than one (the ``crc32c`` package is a single stream, which alone would
+take most of the recovery budget of 2x a sequential read; docs/performance.md).
 Each block of 3 x L bytes is cut in three parts A, B, C, computed side by
 side (B and C from a zero register) and combined as
 ``Z_L(Z_L(A) ^ B) ^ C`` where ``Z_L`` is the linear operator "append L zero

@@ -1,7 +1,7 @@
 """Pure-Python reference of the recovery scan (twin of ``_recover_c.pyx``).
 
 :func:`scan_segment` walks the batches of a segment's bytes the way
-``LogSegment.recover`` does (reference §3.8), header by header, never
+Kafka's ``LogSegment.recover`` does (``LogSegment.java``), header by header, never
 looking inside records:
 
 * structure: at least 18 bytes left, size field >= 14, the entry fits, a

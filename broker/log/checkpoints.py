@@ -1,4 +1,5 @@
-"""Small text files of a log directory, in Kafka's formats (reference §3.6).
+"""Small text files of a log directory, in Kafka's formats (``CheckpointFile.java``
+and its users, ``CleanShutdownFileHandler.java``).
 
 Offset checkpoints (``CheckpointFile.java``, ``OffsetCheckpointFile.scala``,
 ``LeaderEpochCheckpointFile.java``), UTF-8 with ``\\n`` line ends::

@@ -1,7 +1,8 @@
 """Memory-mapped index files with fixed-width entries (``AbstractIndex.java``).
 
 The offset index (8-byte entries) and the time index (12-byte entries)
-share this base. Facts that follow from it (reference §3.2):
+share this base. Facts that follow from it (``AbstractIndex``'s constructor,
+``resize`` and ``trimToValidSize``):
 
 * A **new** file is created pre-allocated to ``segment.index.bytes`` rounded
   down to a multiple of the entry size (10485760 -> 10485760 for ``.index``,
@@ -103,9 +104,9 @@ class AbstractIndex(IndexSlots, ABC):
         access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
         mm = mmap.mmap(fd, self._length, access=access)
         # No read-around: a page fault on a file mapping reads ahead up to the
-        # device's read_ahead_kb (8 MB on these VMs) around the faulting page,
-        # so the first entry of a new (sparse, preallocated) index zero-filled
-        # 8 MB: ~3 ms per index, twice per roll; on an old index the same
+        # device's read_ahead_kb around the faulting page, so the first entry of
+        # a new (sparse, preallocated) index zero-filled that whole window, a
+        # visible pause twice per roll (docs/performance.md); on an old index the same
         # fault would read megabytes from disk for one binary-search probe.
         # Index access is appends at the end and binary searches (Kafka's
         # AbstractIndex), so page-at-a-time faulting is what fits.

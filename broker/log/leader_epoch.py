@@ -3,7 +3,7 @@
 A list of (epoch, start offset) pairs, both strictly increasing, persisted
 in ``leader-epoch-checkpoint`` (``0\\n<n>\\n<epoch> <start offset>\\n``...).
 The log assigns an entry on the first v2 batch of a new leader epoch
-(reference §4.4 step 6: epoch := the batch's partitionLeaderEpoch,
+(``UnifiedLog.append``, after validation: epoch := the batch's partitionLeaderEpoch,
 start := its base offset) and writes the checkpoint synchronously; a v0/v1
 append clears the cache. Truncations of the log truncate the cache (Kafka
 flushes those asynchronously; we write them at once, which is simpler and

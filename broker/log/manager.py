@@ -77,7 +77,7 @@ _PROCESS_LOCKS_GUARD = threading.Lock()
 
 
 class PartitionLogStats(NamedTuple):
-    """Kafka's ``Log`` gauges of one partition (reference §5.3)."""
+    """Kafka's ``Log`` gauges of one partition (``UnifiedLog.newMetrics``)."""
 
     topic: str
     partition: int

@@ -3,11 +3,13 @@
 Per producer id the log keeps the epoch and the metadata of the producer's
 last 5 batches (``ProducerStateEntry.NUM_BATCHES_TO_RETAIN``): enough for the
 partition layer to answer a retried batch with its original offsets and to
-check sequence numbers (reference §4.6; the *checks* live in the partition
-layer, this module stores and answers).
+check sequence numbers (``ProducerStateEntry.java``; the *checks*,
+``ProducerAppendInfo.java``, live in the partition layer, this module
+stores and answers).
 
 Snapshot file ``NNNNNNNNNNNNNNNNNNNN.snapshot`` (offset = the producer-state
-end offset, exclusive), big-endian, reference §3.7::
+end offset, exclusive), big-endian, as ``ProducerStateManager.java`` writes it
+(``ProducerSnapshot.json``)::
 
     Version       => Int16    1
     Crc           => UInt32   CRC-32C of every byte after this field

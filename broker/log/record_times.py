@@ -5,7 +5,8 @@ the first *record* with timestamp >= target; ``RecordBatch.offsetOfMaxTimestamp`
 the first record carrying the batch's max timestamp). Only these two reads
 look inside batches; append, recovery and Fetch never do.
 
-Per format, what a record contributes (reference §2.4-2.6)::
+Per format, what a record contributes (``DefaultRecord.java``, ``LegacyRecord.java``,
+``AbstractLegacyRecordBatch.java``)::
 
     v2 record     Length varint | Attributes int8 | TimestampDelta varlong |
                   OffsetDelta varint | ...  -> base offset + delta, base timestamp + delta

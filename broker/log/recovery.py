@@ -1,4 +1,5 @@
-"""Loading a partition's log from disk and recovering it (``LogLoader.scala``, reference §3.8).
+"""Loading a partition's log from disk and recovering it (Kafka's ``LogLoader.load``,
+``LogSegment.recover``).
 
 ``load_log`` per partition directory:
 

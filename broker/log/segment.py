@@ -1,6 +1,6 @@
 """A log segment: a ``.log`` with its offset and time indexes (``LogSegment.java``).
 
-Append (reference §3.3), for an append whose last offset is ``largest_offset``
+Append (``LogSegment.append``), for an append whose last offset is ``largest_offset``
 and whose bytes start at ``physical_position``:
 
 1. empty records: nothing;
@@ -233,7 +233,7 @@ class LogSegment(SegmentSlots):
         messages_size: int,
         now: int,
     ) -> bool:
-        """``LogSegment.shouldRoll`` (reference §3.4)."""
+        """``LogSegment.shouldRoll`` (asked by ``UnifiedLog.maybeRoll``)."""
         size = self.log._size
         if size > max_segment_bytes - messages_size:
             return True

@@ -3,13 +3,11 @@
 A group-commit round (``broker/server/group_commit.py``) that covers N
 partitions fsyncs N ``.log`` files (and some index and snapshot files);
 on ext4 each fsync commits the journal and flushes the device cache on its
-own, and each costs ~60-80 us of kernel CPU. ``syncfs`` on a descriptor of
+own, and each costs kernel CPU of its own. ``syncfs`` on a descriptor of
 the file system writes back every dirty page and inode of it and commits
-once. Measured on these VMs (8 files of 5,000 bytes each per round, one
-core)::
-
-    fsync, 8 threads in parallel   480 us CPU   590 us wall per round
-    syncfs, once                   184 us CPU   500 us wall per round
+once: with several files a round, a fraction of the fsyncs' kernel CPU, and
+no longer a round (measured: docs/performance.md, "Figures moved from the
+code").
 
 The price: it also writes back whatever *other* programs left dirty on the
 same file system, so a round can wait for their data too. It is meant for

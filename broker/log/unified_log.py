@@ -1,8 +1,9 @@
 """The log of one partition: what the partition layer appends to and reads from
 (``UnifiedLog.scala`` without replication, tiered storage or transactions).
 
-Append order (reference §4.4, steps 6-10), split in two so the partition
-layer can run the producer-state checks where Kafka runs them:
+Append order (the second half of ``UnifiedLog.append``, from the leader-epoch
+cache to the segment append), split in two so the partition layer can run
+the producer-state checks where Kafka runs them:
 
 * :meth:`UnifiedLog.prepare_append` -- header facts of every batch; leader
   epoch cache assigned for each v2 batch (a v0/v1 batch clears it); the

@@ -19,15 +19,15 @@ waited. Started at append time, the pages are on their way while the broker
 works on the next request, and the round's fsync mostly waits for the fast
 commit and the cache flush. RocksDB (``bytes_per_sync``) and PostgreSQL
 (``wal_writer_flush_after``) start write-out early for the same reason.
-Measured (``python -m bench server`` (3), 1 MB requests, 4 in flight):
-acks=all 6.9 M -> 9.2 M records/s, broker CPU per request lower too (fewer
-wake-ups of the flusher thread per round).
+``python -m bench server`` (3) measured the gain for 1 MB acks=all requests
+(docs/performance.md), with less broker CPU per request too (fewer wake-ups
+of the flusher thread per round).
 
 The range includes the partly filled last page, and the next range starts
 at that page again: the page goes to the device twice (4 KB more per
 range), but the round's fsync finds nothing of the request left to submit.
 Leaving that page to the fsync cost each round one more write to submit
-and wait for: about 9.1 M -> 7.9 M records/s in the same measurement. A
+and wait for, a clear loss in the same measurement. A
 range starts only once ``MIN_BYTES`` (64 KiB) were appended since the last
 one, so small requests do not each rewrite that page (a 1 KB request would
 write 4 KB) or send the device one small write each.

@@ -1,6 +1,6 @@
 """The partitions this broker leads: validate then append, producer-state checks, topics.
 
 ``partition.py`` owns one partition's append path, ``producer_append.py``
-the idempotent-producer checks (reference §4.6), ``replica_manager.py`` the
+the idempotent-producer checks (``ProducerAppendInfo.java``), ``replica_manager.py`` the
 set of partitions and topic creation.
 """

@@ -1,10 +1,10 @@
 """One partition led by this broker: validate, then append (``Partition.appendRecordsToLeader``).
 
-The produce path of one partition of one request, reference §4.4::
+The produce path of one partition of one request, in ``UnifiedLog.append``'s order::
 
     validate_records(records, topic config, next offset = LEO, now)   # validator
       -> log.prepare_append(validated)     # leader epochs, segment.bytes check, maybe_roll
-      -> check_producer_batches(...)       # §4.6: duplicate / epoch / sequence
+      -> check_producer_batches(...)       # ProducerAppendInfo: duplicate / epoch / sequence
       -> log.commit_append(pending)        # bytes to the active segment, LEO, producer state
 
 Nothing in between awaits or yields to the event loop, so offsets are
@@ -80,9 +80,9 @@ def _without_traceback(
     traceback. The traceback's frames hold what the validator was working on
     (up to a 64 MiB decompression and its rewrite), and an exception that
     crossed threads sits in a reference cycle of the executor's futures until
-    the cyclic GC runs, which a broker allocating few objects does rarely:
-    60 bombs in a row kept 1.1 GB alive before this. (A bug's exception keeps
-    its traceback for the log.)"""
+    the cyclic GC runs, which a broker allocating few objects does rarely: a
+    run of decompression bombs kept a large amount of memory alive before this
+    (docs/performance.md). (A bug's exception keeps its traceback for the log.)"""
     try:
         return validation()
     except KafkaError as exc:

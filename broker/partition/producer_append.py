@@ -1,4 +1,4 @@
-"""Producer-state checks of idempotent batches (``ProducerAppendInfo.java``, reference §4.6).
+"""Producer-state checks of idempotent batches (``ProducerAppendInfo.java``).
 
 Run after validation and after the roll decision, before the bytes are
 written (``UnifiedLog.analyzeAndValidateProducerState``). For each batch with

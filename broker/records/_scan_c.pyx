@@ -554,8 +554,8 @@ def scan_entries(buf, Py_ssize_t start, Py_ssize_t end, int64_t max_message_byte
 # no struct return. Written in C for two function attributes Cython cannot
 # give: the one- and two-byte cases are forced inline into every walk, the
 # loop for longer ones is kept out of line. (As one Cython ``cdef inline``
-# function gcc kept a single out-of-line copy, and the call was ~40% of
-# ``walk_v2``'s time.)
+# function gcc kept a single out-of-line copy, and the call was a large share
+# of ``walk_v2``'s time; docs/performance.md.)
 cdef extern from *:
     """
     #if defined(__GNUC__) || defined(__clang__)
@@ -703,9 +703,9 @@ cdef Py_ssize_t _walk_fast(_CanonMode mode, const uint8_t* b, Py_ssize_t pos, Py
     Why: the checked loop bounds every varint against the record's end and
     branches on every failure mode; here the reads are unchecked (the margin
     keeps them inside the buffer) and the only checks are those that decide
-    whether a record is ordinary: ``walk_v2`` over 10k x 100 B records went
-    from 113 to 77 us, and from 141 to 106 us when it tracks the canonical
-    form (a rebuild)."""
+    whether a record is ordinary: ``walk_v2`` over many small records got
+    markedly faster, also when it tracks the canonical form (a rebuild;
+    docs/performance.md)."""
     cdef Py_ssize_t safe_end = end - FAST_MARGIN
     cdef Py_ssize_t p, rec_end, record_pos, q
     cdef int64_t index = index_io[0]
@@ -744,7 +744,7 @@ cdef Py_ssize_t _walk_fast(_CanonMode mode, const uint8_t* b, Py_ssize_t pos, Py
             canonical = False
         # key and value are read inline, each as the checked loop reads it: one
         # shared helper for the length-prefixed fields (tried, inlined by gcc)
-        # made this walk 77 -> 82 us over 10k x 100 B records
+        # made this walk slower (docs/performance.md)
         q = p
         p = _urv(b, q, &key_len)
         if p < 0:
@@ -830,7 +830,8 @@ cdef Py_ssize_t _walk_fast(_CanonMode mode, const uint8_t* b, Py_ssize_t pos, Py
 # loop goes on while a worker thread walks a large batch); a shorter one keeps
 # it: a small request's walk takes microseconds, and giving the GIL away costs
 # the event loop a wait to take it back whenever another thread wants it
-# (group-commit fsync threads under acks=all: ~5% of the loop's time).
+# (group-commit fsync threads under acks=all: a measurable share of the loop's
+# time; docs/performance.md).
 DEF NOGIL_MIN_BYTES = 65536
 
 # int32_t: the specialisation that releases the GIL; int64_t: the one that keeps it
@@ -865,7 +866,7 @@ cdef object _walk_v2(_Release mode, const uint8_t[::1] buf, Py_ssize_t pos, Py_s
     cdef int64_t max_ts = -1
     cdef int64_t min_ts = INT64_MAX
     cdef bint consecutive = True
-    # the canonical-form tracking costs ~20% of the walk: only when asked
+    # the canonical-form tracking is a sizeable share of the walk: only when asked
     cdef bint canonical = want_canonical and not lat_batch
     cdef list errors = None
     # every record error is counted by its code; only the first error_limit are listed

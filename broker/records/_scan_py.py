@@ -336,13 +336,14 @@ def walk_v2(  # noqa: PLR0917
     the first ``error_limit`` record errors (None when there is none) and
     ``error_counts`` counts every one by its ERR_* code (None when none), so
     a batch of millions of failing records costs no object per record; ``offsets_consecutive`` is
-    ``base_offset + offsetDelta == index`` for all of them (in-place rule d);
+    ``base_offset + offsetDelta == index`` for all of them (an in-place rule of
+    ``validateMessagesAndAssignOffsetsCompressed``);
     ``canonical`` says the records are byte-for-byte what the builder would
     write at offset deltas 0..n-1 from the first record's timestamp
     (attributes 0, shortest varints, null lengths written as -1, not a
     LogAppendTime batch), so a rebuild may copy them as they are; it is only
-    computed with ``want_canonical`` (else False): it costs the compiled walk
-    about a fifth of its time and the in-place paths never need it.
+    computed with ``want_canonical`` (else False): it is a sizeable share of
+    the compiled walk's time and the in-place paths never need it.
     """
     max_ts = -1
     min_ts = 2**63 - 1

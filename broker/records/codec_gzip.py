@@ -55,8 +55,9 @@ from broker.records.codec_output import BoundedOutput, corrupt
 NAME = "gzip"
 
 #: most output bytes one inflate step may produce (bounds memory per step; 64 KiB
-#: steps cost 10-14% over one zlib call for 1-10 MB outputs, 1 MiB steps 2-3%:
-#: ``bench codecs``, "tight bound"; zlib releases the GIL inside a step)
+#: steps cost clearly more over one zlib call for multi-MB outputs, 1 MiB steps
+#: little: ``bench codecs``, "tight bound", docs/performance.md; zlib releases
+#: the GIL inside a step)
 OUTPUT_STEP = 1024 * 1024
 #: most input bytes handed to zlib per step (what ``unconsumed_tail`` may copy aside)
 INPUT_STEP = 256 * 1024

@@ -69,8 +69,8 @@ class BoundedOutput:
         self._first: bytes | None = None
         #: from the second piece on, ``_buffer[:size]`` is the output; beyond it,
         #: room allocated for ``expected`` bytes, not zero-filled: a decoder on a
-        #: worker thread must not hold the GIL for a 64 MB memset (30-40 ms during
-        #: which the event loop cannot run)
+        #: worker thread must not hold the GIL for a 64 MB memset (long enough to
+        #: stall the event loop visibly; docs/performance.md)
         self._buffer: bytearray | None = None
         self._expected = max(0, min(expected, max_size))
 
@@ -90,8 +90,9 @@ class BoundedOutput:
                 self.size = end
                 return
             # without the GIL for a large piece (a worker's 1 MB step into fresh
-            # pages held it ~0.5 ms, and a loop waiting for it a whole 5 ms switch
-            # interval: lz4 bombs took the good producers' p99 from 0.2 to 4 ms)
+            # pages held it, and a loop waiting for it lost a whole switch
+            # interval: lz4 bombs multiplied the good producers' p99;
+            # docs/performance.md)
             scan.copy_into(self._room_for(end), self.size, view)
         self.size = end
 

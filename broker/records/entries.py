@@ -12,7 +12,8 @@ edges, and the differences are Kafka's:
 * buffer (:func:`iter_buffer_entries`): fewer than 12 bytes left -> stop;
   size < 14 -> CorruptRecordError; fewer than 17 bytes left -> stop; magic
   outside 0..2 -> CorruptRecordError; entry longer than what is left -> stop
-  (a partial trailing batch is dropped silently, §2.8 / §4.5 of the reference).
+  (a partial trailing batch is dropped silently: ``ByteBufferLogInputStream``
+  stops there and ``UnifiedLog.analyzeAndValidateRecords`` counts whole batches only).
 * file (:func:`iter_file_entries`): fewer than 18 bytes left -> stop;
   size < 14 -> CorruptRecordError; entry past the end -> stop; magic is not
   checked here (recovery checks validity batch by batch).

@@ -2,8 +2,9 @@
 
 CLIENT for produce requests; COORDINATOR for transaction markers and the
 group/transaction coordinators; REPLICATION for followers; RAFT_LEADER for
-KRaft. The validator's batch checks (§1.4) and the base-offset rule apply to
-CLIENT only. Lives here because both ``validator`` and ``log`` use it.
+KRaft. The validator's batch checks (``LogValidator.validateBatch``) and the
+base-offset rule apply to CLIENT only. Lives here because both ``validator``
+and ``log`` use it.
 """
 
 from __future__ import annotations

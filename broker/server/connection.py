@@ -435,7 +435,8 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
         answers completed by other callbacks (``later``: an fsync round ends
         many acks=all requests at once) at the end of the loop iteration, so
         a pipelining client gets one send for many answers instead of one
-        each (a send was 16% of the broker's time with 1 KB requests)."""
+        each (one send per answer was the largest single cost of small
+        requests; docs/performance.md)."""
         slot.done = True
         slot.segments = segments
         first = slot is self._slots[0]

@@ -14,7 +14,8 @@
       -> handler.handle(ctx, request)    response | awaitable of it | None (acks=0)
       -> encode_response                 whole frame, records passed through as segments
 
-Request metrics (``RequestMetrics``, reference §5.2) are recorded once per
+Request metrics (``RequestMetrics``; Kafka's
+``RequestChannel.Request.updateRequestMetrics``) are recorded once per
 request when its response is handed to the socket: requests by API and
 version, request size, queue/local/remote/send/total time, the per-request
 conversion time and temporary memory (Produce and Fetch, every request

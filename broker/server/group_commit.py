@@ -34,26 +34,25 @@ recovery point already covers the offset needs no round.
 A round that covers several logs fsyncs them in parallel
 (``FLUSH_THREADS`` helper threads): the file system commits its journal
 once for fsyncs that wait together and the device takes their cache
-flushes together, where one fsync after another pays each in turn. Eight
-partitions' 1 KB appends, measured on these VMs: one after another 1.8 ms
-median and 28 ms at p90, in parallel 0.7 ms and 1.3 ms.
+flushes together, where one fsync after another pays each in turn: in
+parallel, eight partitions' fsyncs take less time and vary much less
+(docs/performance.md).
 
 The flusher and fsync threads run at nice 10 (``FLUSH_NICE``): an fsync
-costs ~80 us of kernel CPU, charged to the thread that calls it, and on a
-broker pinned to one core eight of them at normal priority took the core
-from the event loop for the length of a round, so a round covered only the
-few requests the loop had managed to read meanwhile (1.75 requests per
-partition fsync, 1 KB acks=all at 0.33x of acks=1). At nice 10 the loop
-reads and validates whatever arrived first and the fsyncs run in what is
-left; rounds cover ~5 requests per partition (0.50x), and 1 MB requests
-lose nothing (the device works while the fsync waits).
+costs kernel CPU, charged to the thread that calls it, and on a broker
+pinned to one core eight of them at normal priority took the core from the
+event loop for the length of a round, so a round covered only the few
+requests the loop had managed to read meanwhile. At nice 10 the loop reads
+and validates whatever arrived first and the fsyncs run in what is left;
+rounds cover several requests per partition, and 1 MB requests lose nothing
+(the device works while the fsync waits). The figures are in
+docs/performance.md.
 
 With ``acks.all.sync.method=syncfs`` a round makes one syncfs call per
 file system instead (``broker/log/syncfs.py``, ``local_log.flush_together``):
-eight partitions' fsyncs cost ~480 us of kernel CPU a round on one core,
-one syncfs ~185 us, and the fsync threads' GIL traffic goes away. In one
-run of ``python -m bench small`` (2): 1 KB acks=all 17.2 -> 19.2 k req/s,
-16 KB 12.8 -> 13.9 k (docs/performance.md).
+one syncfs costs a fraction of the kernel CPU of eight partitions' fsyncs,
+and the fsync threads' GIL traffic goes away; ``python -m bench small`` (2)
+measures the gain (docs/performance.md).
 Not the default: syncfs also writes back other programs' data on the same
 file system.
 
@@ -150,7 +149,8 @@ class GroupCommit:
         self._waiters: list[_Waiter] = []
         self._closing = False
         #: the flusher thread waits on ``_cond`` for work: only then is a
-        #: notify needed (a notify costs the loop ~1 us a request, measured)
+        #: notify needed (a notify per request was a measurable cost of the loop's;
+        #: docs/performance.md)
         self._idle = False
         self._thread: threading.Thread | None = None
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None

@@ -199,8 +199,9 @@ async def start_listener(
     # create_server listens anew with the backlog it is given, and the stdlib loop
     # also accepts at most that many connections per wake-up (a task each); given
     # 511, a flood of connects took whole iterations of hundreds of accepts, and a
-    # client's request waited behind them (a good producer's p99 150 ms in pure
-    # Python). So it gets ACCEPTS_PER_WAKEUP, and the listen backlog is set again
+    # client's request waited behind them (a good producer's p99 grew many times
+    # over in pure Python; docs/performance.md). So it gets ACCEPTS_PER_WAKEUP, and
+    # the listen backlog is set again
     tls: dict[str, Any] = {}
     if ssl_context is not None:  # the loop refuses a handshake timeout without TLS
         tls = {"ssl": ssl_context, "ssl_handshake_timeout": ssl_handshake_timeout}

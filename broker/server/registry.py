@@ -8,8 +8,8 @@ counted by reason, and never counted as open.
 The sweep: one task for all connections (not a timer each), every
 :attr:`ConnectionRegistry.interval` seconds (1 s, or a quarter of the
 shortest time limit when that is shorter). It asks each connection
-(``Connection.sweep``, a few attribute reads: ~10k connections take a few
-milliseconds) whether it broke a time limit, and lets quiet ones drop their
+(``Connection.sweep``, a few attribute reads, cheap for thousands of
+connections; docs/performance.md) whether it broke a time limit, and lets quiet ones drop their
 receive buffers:
 
     connections.max.idle.ms       no request in flight, nothing received and

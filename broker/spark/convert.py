@@ -2,7 +2,8 @@
 
 One Spark task per partition folder (``upgrade.convert_partition`` does the
 work, through the broker's own log writer); the driver then writes what a
-cleanly stopped broker leaves in a log dir (reference §3.6)::
+cleanly stopped broker leaves in a log dir (Kafka's ``LogManager.shutdown``:
+``CheckpointFile.java``, ``CleanShutdownFileHandler.java``)::
 
     recovery-point-offset-checkpoint   every partition at its log end offset
     log-start-offset-checkpoint        partitions whose log start is past their

@@ -5,7 +5,8 @@ File layouts (``broker/log/offset_index.py``, ``broker/log/time_index.py``)::
     .index      RelativeOffset int32 | Position int32          (8 bytes per entry)
     .timeindex  Timestamp int64      | RelativeOffset int32    (12 bytes per entry)
 
-What an entry must say (reference §3.2, §3.3, §3.8):
+What an entry must say (``OffsetIndex``/``TimeIndex`` as ``LogSegment.append``
+and ``LogSegment.recover`` write them):
 
 * offset entry (O, P): the append whose last offset is O starts at byte P.
   So P is the start of a batch, and O is the last offset of that batch or,
@@ -16,7 +17,8 @@ What an entry must say (reference §3.2, §3.3, §3.8):
 * time entry (T, O): T is the largest batch max timestamp seen up to the
   batch holding offset O, and O lies in the batch where T was reached. Kafka
   versions differ on which offset of that batch they write (the record's
-  before 3.7, the batch's last offset after; reference §1.11), so any offset
+  before 3.7, the batch's last offset after: ``LogValidator``'s
+  shallowOffsetOfMaxTimestamp, KAFKA-16310), so any offset
   of that batch is accepted. Timestamps strictly increase, offsets never
   decrease. A segment that stopped being active (all but the last of a
   partition) ends with an entry for its max timestamp (``onBecomeInactiveSegment``).

@@ -31,7 +31,8 @@ Definitions (per segment; partitions and topics add their segments up):
 ``unreadable_spans/bytes`` byte ranges that could not be framed (torn tails,
                            garbage; ``segment_scan.frame``)
 ``*_index_entries``        entries of the ``.index`` / ``.timeindex``
-``*_index_mismatches``     entries (or files) breaking §3.2/§3.3 (``index_check``)
+``*_index_mismatches``     entries (or files) breaking ``LogSegment.append``'s
+                           index rules (``index_check``)
 ``offset_gaps``            places where a batch's first offset is past the
                            previous batch's last offset + 1 (batches in log
                            order through the partition's segments; counted in

@@ -10,7 +10,7 @@ a pipeline reading old or damaged logs must not, so framing here yields
 :class:`Span` s: an entry, or a range of bytes that could not be read with
 the reason. After an unreadable range the walk resumes at the next offset
 index position that holds a plausible batch (sane header, CRC matching):
-index entries point at batch starts (reference §3.2), which is the only
+index entries point at batch starts (``OffsetIndex.java``), which is the only
 resynchronisation point a segment offers. With no such position left, the
 rest of the file is one unreadable span (a torn tail when a batch runs past
 the end of the file).
@@ -392,7 +392,7 @@ def _wrapper_facts(
     """Facts of a compressed v0/v1 wrapper from the compiled inner walk
     (``scan.walk_legacy``) instead of one ``Record`` per inner record.
 
-    The same reading rules as ``iterate.legacy_records`` (reference §2.6):
+    The same reading rules as ``iterate.legacy_records`` (``AbstractLegacyRecordBatch.java``):
     ZSTD or a null value refused, a trailing partial inner entry ignored,
     v1 offsets from the wrapper offset (0: the librdkafka quirk). Returns
     False -- leaving the batch to the Record path -- when the walk reports

@@ -4,7 +4,7 @@ One split per segment file, from its first byte to its end, except:
 
 * an offset filter with a lower bound starts the split at the offset index
   entry for that offset (``OffsetIndex.lookup``: the largest entry whose
-  offset is <= the target; reference §3.2), so the batches before it are
+  offset is <= the target), so the batches before it are
   never read;
 * a segment larger than ``max_bytes`` is cut at batch boundaries taken from
   its offset index: the first index position at least ``max_bytes`` past the

@@ -3,7 +3,8 @@
 The source is read segment by segment (``segment_scan``: damaged bytes are
 skipped and reported, never guessed at); the destination is written through
 the broker's own ``UnifiedLog``, so its segments, ``.index`` and
-``.timeindex`` entries (reference §3.3), producer snapshots (§3.7) and
+``.timeindex`` entries (``LogSegment.append``), producer snapshots
+(``ProducerStateManager.java``) and
 leader-epoch checkpoint are exactly what the broker itself would write for
 those appends. Each source segment starts a destination segment at the same
 base offset (the log rolls there), so the files line up one to one.

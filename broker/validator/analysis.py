@@ -1,7 +1,7 @@
 """Checks of a partition's records before the validator runs.
 
-``check_request_records`` is ``ProduceRequest.validateRecords`` (§4.2),
-by produce version::
+``check_request_records`` is ``ProduceRequest.validateRecords``, by produce
+version::
 
     version  record format   broker-side check
     0-2      magic 0 / 1     none (any magic accepted)
@@ -10,7 +10,7 @@ by produce version::
                              UNSUPPORTED_COMPRESSION_TYPE (76)
     7+       magic 2         same, ZSTD allowed
 
-``analyze_records`` is ``UnifiedLog.analyzeAndValidateRecords`` (§4.5), per
+``analyze_records`` is ``UnifiedLog.analyzeAndValidateRecords``, per
 entry in order (one compiled call, ``scan.scan_entries``)::
 
     size field < 14 / magic outside 0..2      CorruptRecordError (2)

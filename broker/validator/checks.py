@@ -1,4 +1,6 @@
-"""The validator's checks and the exceptions they raise (reference §1.3-§1.6).
+"""The validator's checks and the exceptions they raise (``LogValidator``'s
+``getFirstBatchAndMaybeValidateNoMoreBatches``, ``validateBatch``, ``validateRecord``,
+``processRecordErrors``).
 
 Batch checks (``LogValidator.validateBatch``, in this order; the first
 failure raises, the partition fails without record_errors)::
@@ -288,7 +290,7 @@ def _record_error_string(e: RecordError) -> str:
 
 
 def check_only_one_batch(entries: int, first_magic: int, source_codec: int) -> None:
-    """``getFirstBatchAndMaybeValidateNoMoreBatches`` (§1.3)."""
+    """``LogValidator.getFirstBatchAndMaybeValidateNoMoreBatches``."""
     if entries == 0:
         raise InvalidRecordError("Record batch has no batches at all")
     if (first_magic >= MAGIC_V2 or source_codec != 0) and entries > 1:

@@ -1,12 +1,13 @@
-"""The validation loop of the paths that may rebuild (§1.8, §1.9).
+"""The validation loop of the paths that may rebuild (``LogValidator``'s
+``convertAndAssignOffsetsNonCompressed``, ``validateMessagesAndAssignOffsetsCompressed``).
 
 ``collect`` runs ``validateBatch`` and the per-record checks over every
 batch with one compiled walk per batch (decompressing a compressed batch
 once, bounded), and gathers what a rebuild needs (:class:`RecordsPlan`)
-together with the in-place verdict of rule d (inner offsets) and the
+together with the in-place verdict of the inner-offset rule and the
 decompressed size Kafka reports as temporary memory.
 
-Rule d and Kafka's quirk: when the compressed v2 batch started in place
+The inner-offset rule and Kafka's quirk: when the compressed v2 batch started in place
 (same codec, magic 2) Kafka reads it with the skip-key-value iterator; a
 non-consecutive inner offset then flips to a rebuild that cannot read the
 skipped keys and values and fails with UNKNOWN_SERVER_ERROR. We answer

@@ -1,4 +1,5 @@
-"""The inputs of one validation (``LogValidator``'s constructor, §1.1) and
+"""The inputs of one validation (``LogValidator``'s constructor, as
+``UnifiedLog.append`` fills it) and
 the shape of a path's outcome."""
 
 from __future__ import annotations

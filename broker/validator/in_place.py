@@ -1,18 +1,19 @@
 """Validation that patches the request's bytes where they lie.
 
-``assign_offsets_non_compressed`` is ``LogValidator.assignOffsetsNonCompressed``
-(§1.7): uncompressed records whose magic is already the target. One compiled
+``assign_offsets_non_compressed`` is ``LogValidator.assignOffsetsNonCompressed``:
+uncompressed records whose magic is already the target. One compiled
 walk per v2 batch performs every per-record check and returns aggregates; no
 Python object is made per record. Then, outside the CRC: base offset (v2) or
 entry offset (legacy) and the partition leader epoch; inside the CRC (only
 when something changes): timestamp type and max timestamp.
 
 ``finish_compressed_in_place`` is the in-place branch of
-``validateMessagesAndAssignOffsetsCompressed`` (§1.9): the compressed payload
+``LogValidator.validateMessagesAndAssignOffsetsCompressed``: the compressed payload
 is kept byte for byte, only the header of the single batch changes.
 
 Inner offsets of an uncompressed v2 batch are not checked (Kafka does not);
-max timestamp / shallow offset follow §1.11 (3.8+).
+max timestamp / shallow offset follow ``LogValidator`` of 3.8+ (KAFKA-16310,
+KAFKA-16341, KAFKA-16342).
 """
 
 from __future__ import annotations

@@ -23,10 +23,10 @@ When a step would exceed the budget, :class:`OffloadRequired` is raised
 *before* anything is changed (the records are patched in place only at the
 end of a path), so the caller can run the whole validation again on a worker
 thread with no budget. What a failed inline attempt costs is at most the
-budget. The weights come from the codec libraries' speeds on 100 B JSON-like
-records (``bench/bench_codecs.py``; gzip level 6 compresses at 10-20 MB/s,
-lz4 level 9 at 400 MB/s, zstd level 3 at 200 MB/s, each decompresses at
-0.25-1.3 GB/s).
+budget. The weights come from the codec libraries' relative speeds on 100 B
+JSON-like records (``bench/bench_codecs.py``; the speeds are in
+docs/performance.md): compressing costs far more than decompressing, gzip
+most of all.
 """
 
 from __future__ import annotations

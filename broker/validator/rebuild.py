@@ -1,4 +1,5 @@
-"""Validation that writes new records (§1.8, §1.10).
+"""Validation that writes new records (``LogValidator.convertAndAssignOffsetsNonCompressed``,
+``LogValidator.buildRecordsAndAssignOffsets``).
 
 Rebuilds happen for a magic conversion, a codec change, an absolute-offset
 rewrite (v0) or an inner-offset repair. The per-record work is compiled:

@@ -30,7 +30,7 @@ __all__ = [
 
 
 class MetricsRecorder(Protocol):
-    """``LogValidator.MetricsRecorder`` (all-topics meters; §5.1)."""
+    """``LogValidator.MetricsRecorder`` (all-topics meters of ``BrokerTopicMetrics``)."""
 
     def record_invalid_magic(self, count: int = 1) -> None:
         """InvalidMagicNumberRecordsPerSec (``count`` records)."""

@@ -1,13 +1,14 @@
-"""The validator's one entry point and Kafka's path decisions, as tables.
+"""The validator's one entry point and Kafka's choice of path.
 
-``validate_records`` runs, in ``UnifiedLog.append``'s order (§4.4):
+``validate_records`` runs, in ``UnifiedLog.append``'s order:
 
-1. ``ProduceRequest.validateRecords`` (§4.2: produce version rules, ZSTD gate);
-2. ``analyzeAndValidateRecords`` (§4.5: framing, client base offset 0,
+1. ``ProduceRequest.validateRecords`` (produce version rules, ZSTD gate);
+2. ``UnifiedLog.analyzeAndValidateRecords`` (framing, client base offset 0,
    max.message.bytes, CRC, codec ids) and the trim of a trailing partial batch;
-3. ``LogValidator.validateMessagesAndAssignOffsets`` (§1), by the tables below;
-4. the post-rebuild size check (§4.4 step 5): a rebuilt batch larger than
-   max.message.bytes -> RecordTooLargeError.
+3. ``LogValidator.validateMessagesAndAssignOffsets``, the same if/else as Kafka's
+   (``_run``);
+4. the post-rebuild size check (``UnifiedLog.append``, after the validator):
+   a rebuilt batch larger than max.message.bytes -> RecordTooLargeError.
 
 Decompression is bounded: by default ``max(64 MiB, 16 x max.message.bytes)``.
 A batch can legitimately inflate far beyond its compressed size (repetitive
@@ -20,7 +21,6 @@ topics usable. The argument ``max_decompressed_bytes`` overrides it.
 
 from __future__ import annotations
 
-import enum
 import time
 from collections.abc import Callable
 
@@ -29,7 +29,7 @@ from broker.config_key import LONG_MAX
 from broker.errors import RecordTooLargeError, UnsupportedCompressionTypeError
 from broker.records import batch as v2
 from broker.records import scan
-from broker.records.batch import MAGIC_V2, CompressionType
+from broker.records.batch import MAGIC_V0, MAGIC_V2, CompressionType
 from broker.records.origin import AppendOrigin
 from broker.records.stats import EMPTY_STATS
 from broker.validator.analysis import (
@@ -53,84 +53,6 @@ from broker.validator.result import (
 
 MIN_DECOMPRESSION_BOUND = 64 * 1024 * 1024
 DECOMPRESSION_FACTOR = 16
-
-
-class Path(enum.Enum):
-    """``validateMessagesAndAssignOffsets`` dispatch (§1.2)."""
-
-    IN_PLACE_NON_COMPRESSED = "assignOffsetsNonCompressed"
-    CONVERT_NON_COMPRESSED = "convertAndAssignOffsetsNonCompressed"
-    COMPRESSED = "validateMessagesAndAssignOffsetsCompressed"
-
-
-#: §1.2 -- (source is NONE, target is NONE, every batch has magic == toMagic) -> path;
-#: None matches anything.
-DISPATCH: tuple[tuple[bool | None, bool | None, bool | None, Path], ...] = (
-    (True, True, True, Path.IN_PLACE_NON_COMPRESSED),
-    (True, True, False, Path.CONVERT_NON_COMPRESSED),
-    (None, None, None, Path.COMPRESSED),
-)
-
-
-def _first_match(facts: tuple[bool, bool, bool]) -> Path:
-    for *conditions, path in DISPATCH:
-        if all(c is None or c == f for c, f in zip(conditions, facts, strict=True)):
-            return path
-    raise AssertionError("DISPATCH ends with a catch-all row")
-
-
-#: the table evaluated once for every combination of facts (the hot path looks up)
-_DISPATCH_INDEX = {
-    (s, t, m): _first_match((s, t, m))
-    for s in (True, False)
-    for t in (True, False)
-    for m in (True, False)
-}
-
-
-def choose_path(source_none: bool, target_none: bool, magic_matches: bool) -> Path:
-    return _DISPATCH_INDEX[source_none, target_none, magic_matches]
-
-
-class Facts:
-    """What the in-place rules of §1.9 look at."""
-
-    __slots__ = ("first_is_control", "first_magic", "source_codec", "target_codec", "to_magic")
-
-    def __init__(
-        self,
-        source_codec: int,
-        target_codec: int,
-        first_magic: int,
-        to_magic: int,
-        first_is_control: bool,
-    ) -> None:
-        self.source_codec = source_codec
-        self.target_codec = target_codec
-        self.first_magic = first_magic
-        self.to_magic = to_magic
-        self.first_is_control = first_is_control
-
-
-#: §1.9 in-place decision, evaluated top to bottom before the records are read;
-#: a row whose condition holds sets the verdict (later rows override earlier
-#: ones). Rule d (non-consecutive inner offsets -> rebuild) is applied while
-#: the records are walked (collect.py).
-IN_PLACE_RULES: tuple[tuple[str, str, Callable[[Facts], bool], bool | None], ...] = (
-    ("a", "initial: source codec == target codec (levels ignored)", lambda f: True, None),
-    ("b", "first batch magic != toMagic, or toMagic == 0",
-     lambda f: f.first_magic != f.to_magic or f.to_magic == 0, False),
-    ("c", "source NONE and the first batch is a control batch",
-     lambda f: f.source_codec == CompressionType.NONE and f.first_is_control, True),
-)  # fmt: skip
-
-
-def decide_in_place(facts: Facts) -> bool:
-    verdict = facts.source_codec == facts.target_codec
-    for _step, _text, condition, value in IN_PLACE_RULES:
-        if value is not None and condition(facts):
-            verdict = value
-    return verdict
 
 
 def default_decompression_bound(max_message_bytes: int) -> int:
@@ -178,8 +100,10 @@ def validate_records(
     (offsets, leader epoch, max timestamp and CRC of the batch header).
     ``to_magic`` is always 2 for produce with KRaft; 0/1 are Kafka's older
     message formats (tests). ``zstd_allowed_by_ibp`` False models an
-    inter.broker.protocol.version < 2.1 (§1.13). Raises the
-    ``broker.errors`` exception of the first failing check (§1.14).
+    inter.broker.protocol.version < 2.1 (the ZSTD gate of
+    ``LogValidator.validateMessagesAndAssignOffsetsCompressed``). Raises the
+    ``broker.errors`` exception of the first failing check, with the code
+    Kafka's ``Errors.forException`` gives its exception.
 
     ``request_checked``: the caller made ``ProduceRequest.validateRecords``'s
     checks already (the produce handler does, before the partition's meters).
@@ -203,8 +127,7 @@ def validate_records(
     trimmed = records[: analysis.valid_bytes]
     target, level = target_compression(config, analysis.source_compression_type)
     if (
-        ONE_CALL_IN_PLACE
-        and analysis.entries == 1
+        analysis.entries == 1
         and analysis.magic_mask == _V2_ONLY
         and target == CompressionType.NONE == analysis.source_compression_type
         and origin is AppendOrigin.CLIENT
@@ -267,9 +190,6 @@ def validate_records(
     )
 
 
-#: the produce hot path in one call (``_in_place_v2``); tests turn it off to
-#: compare it with the general path
-ONE_CALL_IN_PLACE = True
 _V2_ONLY = 1 << MAGIC_V2
 
 
@@ -284,9 +204,10 @@ def _in_place_v2(  # noqa: PLR0917
     """The common produce, one uncompressed v2 batch from a client to an
     uncompressed log, validated in place by one call of the compiled twin
     (``scan.assign_in_place_v2``): the same checks, walk and header changes as
-    ``assign_offsets_non_compressed`` (§1.3) and ``batch_infos``, without the
-    general path's layers (a fifth of a 1 KB request's broker time went to
-    them). None when anything fails: the general path then reports it."""
+    ``assign_offsets_non_compressed`` (``LogValidator.assignOffsetsNonCompressed``)
+    and ``batch_infos``, without the general path's layers (they were a large
+    share of a small request's broker time; docs/performance.md). None when
+    anything fails: the general path then reports it."""
     done = scan.assign_in_place_v2(
         records, next_offset, leader_epoch, now, config.timestamp_before_max_ms,
         config.timestamp_after_max_ms, config.compacted, config.log_append_time,
@@ -373,31 +294,48 @@ def validate_messages_and_assign_offsets(
 
 
 def _run(ctx: Context, next_offset: int, zstd_allowed_by_ibp: bool) -> PathResult:
+    """``LogValidator.validateMessagesAndAssignOffsets``: both codecs NONE -> in
+    place if every batch already has toMagic, else converted; anything else ->
+    the compressed path."""
+    if ctx.source_codec == CompressionType.NONE and ctx.target_codec == CompressionType.NONE:
+        if ctx.analysis.all_magic(ctx.to_magic):
+            return assign_offsets_non_compressed(ctx, next_offset)
+        return _convert_non_compressed(ctx, next_offset)
+    return _validate_compressed(ctx, next_offset, zstd_allowed_by_ibp)
+
+
+def _convert_non_compressed(ctx: Context, next_offset: int) -> PathResult:
+    """``LogValidator.convertAndAssignOffsetsNonCompressed``: rebuilt at toMagic,
+    uncompressed."""
+    start = ctx.clock_ns()
     a: RecordsAnalysis = ctx.analysis
-    path = choose_path(
-        ctx.source_codec == CompressionType.NONE,
-        ctx.target_codec == CompressionType.NONE,
-        a.all_magic(ctx.to_magic),
+    check_only_one_batch(a.entries, a.first_magic, CompressionType.NONE)
+    plan, _, _ = collect(ctx, False)
+    return rebuild(
+        ctx, plan, next_offset, CompressionType.NONE, uncompressed_size=0, started_ns=start
     )
-    if path is Path.IN_PLACE_NON_COMPRESSED:
-        return assign_offsets_non_compressed(ctx, next_offset)
-    if path is Path.CONVERT_NON_COMPRESSED:
-        start = ctx.clock_ns()
-        check_only_one_batch(a.entries, a.first_magic, CompressionType.NONE)
-        plan, _, _ = collect(ctx, False)
-        return rebuild(
-            ctx, plan, next_offset, CompressionType.NONE, uncompressed_size=0, started_ns=start
-        )
+
+
+def _validate_compressed(ctx: Context, next_offset: int, zstd_allowed_by_ibp: bool) -> PathResult:
+    """``LogValidator.validateMessagesAndAssignOffsetsCompressed``: in place or
+    rebuilt with the target codec."""
     if ctx.target_codec == CompressionType.ZSTD and not zstd_allowed_by_ibp:
         raise UnsupportedCompressionTypeError(
             "Produce requests to inter.broker.protocol.version < 2.1 broker are not allowed "
             "to use ZStandard compression"
         )
+    a: RecordsAnalysis = ctx.analysis
     check_only_one_batch(a.entries, a.first_magic, ctx.source_codec)
     first_is_control = a.first_magic >= MAGIC_V2 and v2.read_header(ctx.records, 0).is_control_batch
-    in_place = decide_in_place(
-        Facts(ctx.source_codec, ctx.target_codec, a.first_magic, ctx.to_magic, first_is_control)
-    )
+    # in place while the codec type stays (levels never count) ...
+    in_place = ctx.source_codec == ctx.target_codec
+    # ... and the magic is already toMagic, toMagic 0 excepted (absolute inner offsets)
+    if a.first_magic != ctx.to_magic or ctx.to_magic == MAGIC_V0:
+        in_place = False
+    # "do not compress control records unless they are written compressed"
+    if ctx.source_codec == CompressionType.NONE and first_is_control:
+        in_place = True
+    # non-consecutive inner offsets, found while the records are walked, turn it off
     plan, in_place, uncompressed_size = collect(ctx, in_place)
     if in_place:
         return finish_compressed_in_place(

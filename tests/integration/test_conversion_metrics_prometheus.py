@@ -20,9 +20,9 @@ B. conversions: magic 0 from librdkafka (``api.version.request=false``) and
    requests, aiokafka whose ApiVersions stops at v2 -- are 'unknown');
    conversion time is recorded; temporary memory is the source's
    decompressed size plus the rebuilt batch's uncompressed size, computed
-   here from the records sent (Kafka's LogValidator accounting, reference
-   §1.10-§1.12: a v0/v1 uncompressed entry is its own batch with a 61-byte
-   header at toMagic 2).
+   here from the records sent (Kafka's ``LogValidator.buildRecordsAndAssignOffsets``
+   accounting into ``RecordValidationStats``: a v0/v1 uncompressed entry is
+   its own batch with a 61-byte header at toMagic 2).
 C. fetch down-conversion: kafka-python (0, 10, 0) (Fetch v2, magic 1) and
    (0, 8, 2) (Fetch v0, magic 0) read two topics, confluent-kafka reads a
    third as it is: FetchMessageConversions per topic and per client, fetch
@@ -162,7 +162,7 @@ def rounds_for(case: Case, now_ms: int) -> list[list[Msg]]:
     return out
 
 
-# ---- sizes, from what was sent (Kafka's record layouts, reference §2) ---------------------------
+# ---- sizes, from what was sent (DefaultRecordBatch, DefaultRecord, LegacyRecord) ---------------
 
 
 def varint_size(value: int) -> int:

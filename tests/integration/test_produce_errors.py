@@ -2,7 +2,9 @@
 
 Every request is built with ``broker.records.builder`` and encoded with
 ``broker.protocol`` (``tests/integration/wire.py``), so each case sends
-exactly the bytes that should trip one check (reference §4.1-§4.5). The
+exactly the bytes that should trip one check (``KafkaApis.handleProduceRequest``,
+``ProduceRequest.validateRecords``, ``ReplicaManager.appendToLocalLog``,
+``UnifiedLog.append`` and ``analyzeAndValidateRecords``). The
 broker runs with auto-creation off; its topics are made on disk before it
 starts, with per-topic configs:
 

@@ -1,4 +1,4 @@
-"""Idempotent-producer state through a broker process (reference §4.6).
+"""Idempotent-producer state through a broker process (``ProducerAppendInfo.java``).
 
 A raw protocol client gets a producer id with InitProducerId and sends
 idempotent batches built with ``broker.records.builder``: a retried request

@@ -78,7 +78,7 @@ def test_kafka_jmx_names_from_the_help_text() -> None:
         assert f"name={jmx}" in row[3], (fam.name, jmx, row[3])
         checked += 1
     assert checked >= 20
-    # and the JMX domains of reference §5
+    # and the JMX domains of Kafka's BrokerTopicMetrics, RequestMetrics, Log, LogFlushStats
     text = doc_text()
     for domain in (
         "kafka.server:type=BrokerTopicMetrics",

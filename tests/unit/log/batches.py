@@ -1,4 +1,5 @@
-"""Test batches built by hand from the formats (reference §2), no broker code
+"""Test batches built by hand from Kafka's formats (``DefaultRecordBatch.java``,
+``DefaultRecord.java``, ``LegacyRecord.java``), no broker code
 but ``pack_header``/``write_crc`` of ``broker.records.batch``.
 
 * :func:`v2_batch` -- a RecordBatch v2 with uncompressed records.

@@ -52,7 +52,8 @@ def test_empty_or_missing_checkpoint_has_no_entries(tmp_path: Path) -> None:
     assert OffsetCheckpointFile(tmp_path / "empty").read() == {}
 
 
-def test_leader_epoch_checkpoint_example_from_the_reference(tmp_path: Path) -> None:
+def test_leader_epoch_checkpoint_after_assign_and_truncate(tmp_path: Path) -> None:
+    """``LeaderEpochCheckpointFile``'s text: ``0\\n1\\n0 0\\n`` after the first append at epoch 0."""
     cache = LeaderEpochCache(tmp_path)
     assert (tmp_path / "leader-epoch-checkpoint").read_bytes() == b""
     cache.assign(0, 0)

@@ -1,4 +1,5 @@
-"""Ports of Kafka's ``LogLoaderTest`` (kafka-test-cases.md §5), names in snake_case.
+"""Ports of Kafka's ``LogLoaderTest`` (``core/src/test/scala/unit/kafka/log/LogLoaderTest.scala``),
+names in snake_case.
 
 Left out, each for a reason that holds for this product:
 

@@ -1,4 +1,5 @@
-"""Ports of Kafka's ``LogSegmentTest`` (kafka-test-cases.md §2), names in snake_case.
+"""Ports of Kafka's ``LogSegmentTest`` (``storage/src/test/.../log/LogSegmentTest.java``),
+names in snake_case.
 
 Left out (the product refuses transactional produce and does not split
 segments): testRecoverTransactionIndex (transaction index, aborted

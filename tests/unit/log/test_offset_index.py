@@ -1,4 +1,5 @@
-"""Ports of Kafka's ``OffsetIndexTest`` (kafka-test-cases.md §3): index base 45, 30 entries."""
+"""Ports of Kafka's ``OffsetIndexTest`` (``storage/src/test/.../log/OffsetIndexTest.java``):
+index base 45, 30 entries."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Ports of Kafka's ``TimeIndexTest`` (kafka-test-cases.md §4): base 45, 30 entries x 12 bytes."""
+"""Ports of Kafka's ``TimeIndexTest`` (``storage/src/test/.../log/TimeIndexTest.java``):
+base 45, 30 entries x 12 bytes."""
 
 from __future__ import annotations
 

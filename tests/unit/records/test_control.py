@@ -1,4 +1,5 @@
-"""Control records and end-transaction markers (§2.10; ControlRecordTypeTest,
+"""Control records and end-transaction markers (``ControlRecordType.java``,
+``EndTransactionMarker.java``; ControlRecordTypeTest,
 EndTransactionMarkerTest)."""
 
 from __future__ import annotations

@@ -180,7 +180,7 @@ def test_invalid_size_of_body_in_bytes(twin):
 @pytest.mark.parametrize("twin", TWINS)
 @pytest.mark.parametrize("key_length", [-1, -2, -100])
 def test_any_negative_key_or_value_length_is_null(twin, key_length):
-    """§2.4: any negative key/value length means null (not only -1)."""
+    """``DefaultRecord.readFrom``: any negative key/value length means null (not only -1)."""
     body = b"\x00" + varlong_bytes(0) + varint_bytes(0) + varint_bytes(key_length)
     body += varint_bytes(key_length) + varint_bytes(0)
     buf = varint_bytes(len(body)) + body

@@ -1,5 +1,6 @@
 """Kafka's ``AbstractLegacyRecordBatchTest`` (clients/src/test/java/.../record/
-AbstractLegacyRecordBatchTest.java) and the deep-iteration rules of §2.6."""
+AbstractLegacyRecordBatchTest.java) and the deep-iteration rules of
+``AbstractLegacyRecordBatch.java``."""
 
 from __future__ import annotations
 

@@ -3,11 +3,13 @@
 
 The general path (``validate_messages_and_assign_offsets`` ->
 ``assign_offsets_non_compressed``, then ``batch_infos``) is the reference:
-for any single uncompressed v2 batch, with the one-call path on or off,
-``validate_records`` must give the same result, leave the same bytes, raise
-the same error and record the same metrics. The two twins of
-``assign_in_place_v2`` must agree with each other byte for byte, and change
-nothing when they decline.
+for any single uncompressed v2 batch, ``validate_records`` must give the
+same result, leave the same bytes, raise the same error and record the same
+metrics whether the one-call path runs (with either twin of
+``assign_in_place_v2``) or declines. To reach the general path the test
+makes ``_in_place_v2`` decline, as it does in production on any failure.
+The two twins of ``assign_in_place_v2`` must agree with each other byte for
+byte, and change nothing when they decline.
 """
 
 from __future__ import annotations
@@ -116,11 +118,21 @@ configs = st.builds(
 )
 
 
+def _declined(*_args: Any) -> None:
+    """``_in_place_v2`` declining: ``validate_records`` goes on with the general path."""
+
+
 def _outcome(
-    data: bytes, config: TopicConfig, next_offset: int, epoch: int, one_call: bool
+    data: bytes, config: TopicConfig, next_offset: int, epoch: int, one_call: Any
 ) -> tuple[Any, bytes, list[tuple[str, int]]]:
-    validate.ONE_CALL_IN_PLACE = one_call
-    try:
+    """``validate_records`` on a copy of ``data``: through the one-call path with
+    ``one_call`` (a twin module) as ``scan.assign_in_place_v2``, or, with None,
+    through the general path."""
+    with pytest.MonkeyPatch.context() as patch:
+        if one_call is None:
+            patch.setattr(validate, "_in_place_v2", _declined)
+        else:
+            patch.setattr(scan, "assign_in_place_v2", one_call.assign_in_place_v2)
         buf = memoryview(bytearray(data))
         recorder = CallRecorder()
         try:
@@ -133,10 +145,9 @@ def _outcome(
         except KafkaError as exc:
             got = (type(exc), str(exc))
         return got, bytes(buf), recorder.calls
-    finally:
-        validate.ONE_CALL_IN_PLACE = True
 
 
+@pytest.mark.parametrize("twin", TWINS)
 @settings(max_examples=400, deadline=None)
 @given(
     data=batches(),
@@ -145,10 +156,10 @@ def _outcome(
     epoch=st.sampled_from([-1, 0, 12]),
 )
 def test_one_call_and_general_path_agree(
-    data: bytes, config: TopicConfig, next_offset: int, epoch: int
+    twin: Any, data: bytes, config: TopicConfig, next_offset: int, epoch: int
 ) -> None:
-    assert _outcome(data, config, next_offset, epoch, True) == _outcome(
-        data, config, next_offset, epoch, False
+    assert _outcome(data, config, next_offset, epoch, twin) == _outcome(
+        data, config, next_offset, epoch, None
     )
 
 
@@ -166,7 +177,11 @@ def test_the_one_call_path_is_taken_for_a_plain_client_batch(
 
     monkeypatch.setattr(scan, "assign_in_place_v2", counting)
     data = v2_batch(0, [b"a", b"b"], timestamps=[NOW, NOW + 1])
-    got, _, _ = _outcome(data, TopicConfig(), 5, 0, True)
+    buf = memoryview(bytearray(data))
+    got = validate_records(
+        buf, topic="t", partition=0, config=TopicConfig(), next_offset=5,
+        partition_leader_epoch=0, now_ms=NOW, produce_version=9, recorder=CallRecorder(),
+    )  # fmt: skip
     assert calls == [True]
     assert (got.first_offset, got.last_offset, got.max_timestamp) == (5, 6, NOW + 1)
     assert got.batches[0].base_offset == 5

@@ -673,7 +673,8 @@ def _non_consecutive_gzip_batch():
 
 
 def test_compressed_v2_non_consecutive_inner_offsets_same_codec():
-    """§1.9 quirk: Kafka fails with UNKNOWN_SERVER_ERROR; we answer INVALID_RECORD."""
+    """A quirk of ``LogValidator.validateMessagesAndAssignOffsetsCompressed``: Kafka
+    fails with UNKNOWN_SERVER_ERROR; we answer INVALID_RECORD."""
     with pytest.raises(InvalidRecordError):
         validate(
             _non_consecutive_gzip_batch(), to_magic=MAGIC_V2, source=GZIP, target=GZIP, now=1000
@@ -697,5 +698,5 @@ def test_empty_batch_from_the_coordinator_is_not_read():
     result = validate(records, to_magic=MAGIC_V2, source=NONE, target=NONE, now=1000,
                       origin=AppendOrigin.COORDINATOR, offset=5)  # fmt: skip
     assert result.num_records == 0
-    with pytest.raises(InvalidRecordError):  # a client's empty batch is refused (§1.4 #3)
+    with pytest.raises(InvalidRecordError):  # a client's empty batch: validateBatch's count > 0
         validate(records, to_magic=MAGIC_V2, source=NONE, target=NONE, now=1000)

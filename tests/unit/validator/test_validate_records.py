@@ -1,4 +1,5 @@
-"""``validate_records``: the checks around the LogValidator (§4.2, §4.4, §4.5)
+"""``validate_records``: the checks around the LogValidator
+(``ProduceRequest.validateRecords``, ``UnifiedLog.append``, ``analyzeAndValidateRecords``)
 and ProduceRequestTest's validator-level facts."""
 
 from __future__ import annotations
@@ -341,7 +342,8 @@ def test_inner_magic_mismatch_message():
 
 
 def test_rebuilt_batch_larger_than_max_message_bytes():
-    """§4.4 step 5: a rebuild that grows past max.message.bytes."""
+    """``UnifiedLog.append``'s size check after the validator: a rebuild that
+    grows past max.message.bytes."""
     values = [bytes(range(256)) * 4 for _ in range(4)]
     legacy = build_legacy([SimpleRecord(NOW, None, v) for v in values], magic=MAGIC_V0).buffer
     limit = len(legacy) // 4 + 10
