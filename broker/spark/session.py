@@ -1,6 +1,6 @@
 """A SparkSession set up for the pipeline, and stopped with its JVM.
 
-What a local session on these machines needs (``platform-notes.md``):
+What a local session on these machines needs (measured on the 2-core test machines):
 
 * ``SPARK_LOCAL_IP=127.0.0.1`` (else the driver binds the outside interface)
   and ``PYSPARK_PYTHON`` = this interpreter (the workers must import

@@ -1,6 +1,6 @@
 """Producing with the real clients, each configured to send a given message format.
 
-How each client is made to send magic 0/1/2 (``/work/shared/reference/platform-notes.md``):
+How each client is made to send magic 0/1/2 (measured with the clients these tests install):
 
 =============  ==========================================================  =====
 client         settings                                                    magic
