@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterable
+from typing import TypedDict
 
 from broker.admin.client import AdminClientError, AdminConnection, BrokerRefused, check
 from broker.admin.client_security import (
@@ -47,8 +48,12 @@ from broker.admin.client_security import (
     add_connection_arguments,
     command_security,
 )
-from broker.protocol.data import Data
-from broker.protocol.messages import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
+from broker.protocol.messages import (
+    CreateAclsRequest,
+    DeleteAclsRequest,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+)
 from broker.security.acl import (
     ANY_BINDING,
     CLUSTER_NAME,
@@ -274,7 +279,19 @@ def _print_resource(title: str, pattern: str, entries: Iterable[AccessControlEnt
 # ---- talking to the broker ------------------------------------------------------------------
 
 
-def _filter_fields(f: AclBindingFilter) -> dict[str, object]:
+class _FilterFields(TypedDict):
+    """The filter fields DescribeAclsRequest and DeleteAclsRequest.DeleteAclsFilter share."""
+
+    resource_type_filter: int
+    resource_name_filter: str | None
+    pattern_type_filter: int
+    principal_filter: str | None
+    host_filter: str | None
+    operation: int
+    permission_type: int
+
+
+def _filter_fields(f: AclBindingFilter) -> _FilterFields:
     pf, ef = f.pattern_filter, f.entry_filter
     return {
         "resource_type_filter": int(pf.resource_type),
@@ -287,7 +304,9 @@ def _filter_fields(f: AclBindingFilter) -> dict[str, object]:
     }
 
 
-def _binding(resource: Data, acl: Data) -> AclBinding:
+def _binding(
+    resource: DescribeAclsResponse.DescribeAclsResource, acl: DescribeAclsResponse.AclDescription
+) -> AclBinding:
     return AclBinding.from_codes(
         resource.resource_type,
         resource.resource_name,

@@ -33,14 +33,19 @@ import itertools
 import socket
 import struct
 from types import TracebackType
+from typing import TYPE_CHECKING, TypeVar
 
 from broker import __version__
 from broker.admin.client_security import PLAINTEXT, ClientSecurity, ClientSecurityError
 from broker.errors import ErrorCode
-from broker.protocol import API_KEYS, DecodeError, decode_response, encode_request
+from broker.protocol import API_KEYS, DecodeError, decode_response_to, encode_request
 from broker.protocol.data import Data
 from broker.protocol.messages import ApiVersionsRequest, codec_for
 
+if TYPE_CHECKING:
+    from broker.protocol.message_classes import Request
+
+_R = TypeVar("_R", bound=Data)
 _SIZE = struct.Struct(">i")
 #: the largest response the client reads (DescribeAcls of many ACLs is a few MB)
 MAX_RESPONSE_BYTES = 100 * 1024 * 1024
@@ -174,7 +179,9 @@ class AdminConnection:
             raise AdminClientError(f"the broker does not serve {ours.name}{wanted}")
         return min(theirs[1], high)
 
-    def call(self, request: Data, version: int) -> Data:
+    def call(self, request: Request[_R], version: int) -> _R:
+        """Send ``request`` in ``version`` and read its answer (``MetadataRequest`` ->
+        ``MetadataResponse``)."""
         api_key = codec_for(request).spec.api_key
         correlation = next(self._correlation)
         frame = encode_request(version, correlation, CLIENT_ID, request).to_bytes()
@@ -197,7 +204,7 @@ class AdminConnection:
             raise AdminClientError(f"{name} failed: {exc}") from exc
         self._answered += 1
         try:
-            got, response = decode_response(api_key, version, body)
+            got, response = decode_response_to(request, version, body)
         except DecodeError as exc:
             raise AdminClientError(f"unreadable {API_KEYS[api_key].name} response: {exc}") from exc
         if got != correlation:

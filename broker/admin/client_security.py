@@ -37,9 +37,10 @@ from __future__ import annotations
 import argparse
 import socket
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from broker.admin.scram_client import ScramClient, ScramClientError
 from broker.config import parse_properties
@@ -48,6 +49,11 @@ from broker.protocol.data import Data
 from broker.protocol.messages import SaslAuthenticateRequest, SaslHandshakeRequest
 from broker.security.jaas import parse_jaas
 from broker.security.tls import TlsSettings, build_client_context
+
+if TYPE_CHECKING:
+    from broker.protocol.message_classes import Request
+
+_R = TypeVar("_R", bound=Data)
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -61,6 +67,12 @@ SASL_AUTHENTICATE = 36
 
 class ClientSecurityError(Exception):
     """A --command-config the tools cannot use, or a refused authentication."""
+
+
+class Call(Protocol):
+    """Sends one request and reads its answer (``AdminConnection.call``)."""
+
+    def __call__(self, request: Request[_R], version: int, /) -> _R: ...
 
 
 @dataclass(frozen=True)
@@ -92,9 +104,7 @@ class ClientSecurity:
             sock.close()
             raise
 
-    def authenticate(
-        self, call: Callable[[Data, int], Data], versions: Mapping[int, tuple[int, int]]
-    ) -> None:
+    def authenticate(self, call: Call, versions: Mapping[int, tuple[int, int]]) -> None:
         """The SASL exchange on a connection that has sent nothing else but
         ApiVersions; ``call(request, version)`` answers one request."""
         if self.mechanism is None:

@@ -51,11 +51,9 @@ from broker.admin.client_security import (
     command_security,
 )
 from broker.admin.java_order import string_order
-from broker.admin.topic_requests import TopicAdmin
+from broker.admin.topic_requests import ConfigEntry, TopicAdmin
 from broker.config import parse_properties
 from broker.errors import ErrorCode
-from broker.protocol.data import Data
-from broker.protocol.messages import AlterUserScramCredentialsRequest
 from broker.security.scram_store import MECHANISMS
 
 TOPICS, USERS = "topics", "users"
@@ -218,7 +216,7 @@ def parse_configs_to_be_deleted(values: list[str]) -> list[str]:
 # ---- topics -----------------------------------------------------------------------------
 
 
-def entry_line(entry: Data) -> str:
+def entry_line(entry: ConfigEntry) -> str:
     synonyms = ", ".join(
         f"{SOURCE_NAMES.get(s.source, 'UNKNOWN')}:{s.name}={_java(s.value)}" for s in entry.synonyms
     )
@@ -232,7 +230,9 @@ def _java(value: str | None) -> str:
     return "null" if value is None else value
 
 
-def topic_entries(admin: TopicAdmin, topic: str, everything: bool, synonyms: bool) -> list[Data]:
+def topic_entries(
+    admin: TopicAdmin, topic: str, everything: bool, synonyms: bool
+) -> list[ConfigEntry]:
     """ConfigCommand.getResourceConfig: sorted by name; only the topic's overrides
     unless ``everything``."""
     entries = admin.describe_configs([topic], synonyms=synonyms).get(topic, [])
@@ -288,14 +288,15 @@ def alter_user(conn: AdminConnection, args: argparse.Namespace, name: str, out: 
             "Only SCRAM credential configs can be altered for users here (there are no client"
             f" quotas); unexpected: {', '.join(others) or '--add-config-file'}"
         )
-    upserts = []
+    upserts: list[scram_users.Upsertion] = []
     if args.add_config:
         wanted = argparse.Namespace(
             user=name, add_config=args.add_config, mechanism=[], password_file=None
         )
         upserts = scram_users.upsertions(wanted, sys.stdin)
-    deletion = AlterUserScramCredentialsRequest.ScramCredentialDeletion
-    deletions = [deletion(name=name, mechanism=MECHANISMS[k.upper()][0]) for k in deletes]
+    deletions = [
+        scram_users.Deletion(name=name, mechanism=MECHANISMS[k.upper()][0]) for k in deletes
+    ]
     scram_users.alter(conn, deletions, upserts)
     print(f"Completed updating config for user {name}.", file=out)
 

@@ -26,17 +26,19 @@ from typing import NamedTuple
 from broker.admin.client import AdminClientError, AdminConnection, BrokerRefused, check
 from broker.admin.client_security import PLAINTEXT, ClientSecurity
 from broker.errors import ErrorCode
-from broker.protocol.data import Data
 from broker.protocol.messages import (
     ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
     FindCoordinatorRequest,
     ListGroupsRequest,
+    ListGroupsResponse,
     ListOffsetsRequest,
     MetadataRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
+    OffsetFetchResponse,
 )
 
 EARLIEST = -2
@@ -63,6 +65,15 @@ class GroupDescription(NamedTuple):
     #: "consumer" (KIP-848) or "classic"
     group_type: str
     members: list[MemberDescription]
+
+
+def owned_partitions(
+    assignment: ConsumerGroupDescribeResponse.Assignment | None,
+) -> list[tuple[str, int]]:
+    """The partitions of a consumer group member's assignment (none when it has none)."""
+    if assignment is None:
+        return []
+    return [(t.topic_name, p) for t in assignment.topic_partitions for p in t.partitions]
 
 
 def assigned_partitions(assignment: bytes) -> list[tuple[str, int]]:
@@ -133,7 +144,7 @@ class GroupAdmin:
 
     # ---- groups ------------------------------------------------------------------------------
 
-    def list_groups(self, states: list[str] | None = None) -> list[Data]:
+    def list_groups(self, states: list[str] | None = None) -> list[ListGroupsResponse.ListedGroup]:
         conn = self._bootstrap
         version = conn.version_for(LIST_GROUPS, lowest=4 if states else None, highest=5)
         resp = conn.call(ListGroupsRequest(states_filter=states or [], types_filter=[]), version)
@@ -151,14 +162,7 @@ class GroupAdmin:
                 check(found.error_code, f"ConsumerGroupDescribe {group}", found.error_message)
                 members = [
                     MemberDescription(
-                        m.member_id,
-                        m.client_id,
-                        m.client_host,
-                        [
-                            (t.topic_name, p)
-                            for t in m.assignment.topic_partitions
-                            for p in t.partitions
-                        ],
+                        m.member_id, m.client_id, m.client_host, owned_partitions(m.assignment)
                     )
                     for m in found.members
                 ]
@@ -166,7 +170,7 @@ class GroupAdmin:
         resp = conn.call(
             DescribeGroupsRequest(groups=[group]), conn.version_for(DESCRIBE_GROUPS, highest=5)
         )
-        described: Data = resp.groups[0]
+        described = resp.groups[0]
         check(described.error_code, f"DescribeGroups {group}")
         return GroupDescription(
             group,
@@ -194,6 +198,8 @@ class GroupAdmin:
         """Every committed offset of the group (OffsetFetch with no topic list)."""
         conn = self.coordinator(group)
         version = conn.version_for(OFFSET_FETCH, lowest=2, highest=8)
+        # v8+ answers per group, v2-7 at the top level, in classes of their own
+        fetched: OffsetFetchResponse | OffsetFetchResponse.OffsetFetchResponseGroup
         if version >= 8:
             request = OffsetFetchRequest(
                 groups=[OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group, topics=None)]
@@ -212,7 +218,7 @@ class GroupAdmin:
     def commit(self, group: str, offsets: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
         """A simple commit (no member, generation -1), as kafka-consumer-groups.sh makes;
         returns each partition's error code."""
-        topics: dict[str, list[Data]] = {}
+        topics: dict[str, list[OffsetCommitRequest.OffsetCommitRequestPartition]] = {}
         for (topic, partition), offset in sorted(offsets.items()):
             topics.setdefault(topic, []).append(
                 OffsetCommitRequest.OffsetCommitRequestPartition(
@@ -251,7 +257,8 @@ class GroupAdmin:
         out = {}
         for t in resp.topics:
             check(t.error_code, f"Metadata for topic {t.name}")
-            if topics is None and t.is_internal:
+            # a name is null only in a v10+ answer about a topic asked for by id
+            if t.name is None or (topics is None and t.is_internal):
                 continue
             out[t.name] = sorted(p.partition_index for p in t.partitions)
         return out
@@ -259,7 +266,7 @@ class GroupAdmin:
     def list_offsets(self, targets: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
         """The offset for each partition's timestamp (EARLIEST, LATEST or a time in ms);
         a time past the last record gives the log end offset, as Kafka's tool has it."""
-        topics: dict[str, list[Data]] = {}
+        topics: dict[str, list[ListOffsetsRequest.ListOffsetsPartition]] = {}
         for (topic, partition), ts in sorted(targets.items()):
             topics.setdefault(topic, []).append(
                 ListOffsetsRequest.ListOffsetsPartition(partition_index=partition, timestamp=ts)

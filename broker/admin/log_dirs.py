@@ -38,12 +38,11 @@ from broker.admin.client_security import (
     command_security,
 )
 from broker.admin.java_order import hash_order, string_hash, string_order, topic_partition_hash
-from broker.admin.topic_requests import TopicAdmin
+from broker.admin.topic_requests import LogDir, TopicAdmin
 from broker.errors import ErrorCode
-from broker.protocol.data import Data
 
 #: the Java exception Errors.forCode(code).exception() is, by error code
-EXCEPTION_CLASSES = {
+EXCEPTION_CLASSES: dict[int, str] = {
     ErrorCode.UNKNOWN_SERVER_ERROR: "org.apache.kafka.common.errors.UnknownServerException",
     ErrorCode.KAFKA_STORAGE_ERROR: "org.apache.kafka.common.errors.KafkaStorageException",
 }
@@ -79,7 +78,7 @@ def java_map(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return {k: values[k] for k in string_order(k for k, _ in pairs)}
 
 
-def log_dir_json(result: Data, topics: set[str]) -> dict[str, Any]:
+def log_dir_json(result: LogDir, topics: set[str]) -> dict[str, Any]:
     partitions = [
         (t.name, p) for t in result.topics for p in t.partitions if not topics or t.name in topics
     ]
@@ -110,7 +109,7 @@ def log_dir_json(result: Data, topics: set[str]) -> dict[str, Any]:
     )
 
 
-def describe_json(by_broker: dict[int, list[Data]], topics: set[str]) -> str:
+def describe_json(by_broker: dict[int, list[LogDir]], topics: set[str]) -> str:
     brokers = hash_order(by_broker, int, initial=len(by_broker))
     document = java_map(
         [
@@ -170,7 +169,7 @@ def describe(
         )
     chosen = wanted or set(cluster)
     print("Querying brokers for log directories information", file=out)
-    by_broker: dict[int, list[Data]] = {}
+    by_broker: dict[int, list[LogDir]] = {}
     for node_id in sorted(chosen):
         if len(cluster) == 1:
             by_broker[node_id] = admin.describe_log_dirs()

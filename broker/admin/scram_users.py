@@ -46,10 +46,10 @@ from broker.admin.client_security import (
     command_security,
 )
 from broker.errors import ErrorCode
-from broker.protocol.data import Data
 from broker.protocol.messages import (
     AlterUserScramCredentialsRequest,
     DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
 )
 from broker.security.scram_store import (
     MAX_ITERATIONS,
@@ -58,6 +58,10 @@ from broker.security.scram_store import (
     new_salt,
     salted_password,
 )
+
+Deletion = AlterUserScramCredentialsRequest.ScramCredentialDeletion
+Upsertion = AlterUserScramCredentialsRequest.ScramCredentialUpsertion
+UserCredentials = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
 
 DESCRIBE, ALTER = 50, 51
 #: ConfigCommand.DefaultScramIterations
@@ -182,7 +186,7 @@ def read_password(args: argparse.Namespace, stdin: TextIO) -> str:
     return password
 
 
-def upsertions(args: argparse.Namespace, stdin: TextIO) -> list[Data]:
+def upsertions(args: argparse.Namespace, stdin: TextIO) -> list[Upsertion]:
     if not args.user:
         raise UsageError("--user must not be empty")
     if args.add_config:
@@ -194,12 +198,12 @@ def upsertions(args: argparse.Namespace, stdin: TextIO) -> list[Data]:
             raise UsageError("name at least one --mechanism (SCRAM-SHA-256, SCRAM-SHA-512)")
         password = read_password(args, stdin)
         wanted = [(m, check_iterations(m, args.iterations), password) for m in args.mechanism]
-    out = []
+    out: list[Upsertion] = []
     chosen = {mechanism: (iterations, password) for mechanism, iterations, password in wanted}
     for mechanism, (iterations, password) in chosen.items():
         salt = new_salt()
         out.append(
-            AlterUserScramCredentialsRequest.ScramCredentialUpsertion(
+            Upsertion(
                 name=args.user,
                 mechanism=MECHANISMS[mechanism][0],
                 iterations=iterations,
@@ -217,7 +221,7 @@ class BrokerRefused(Exception):
     pass
 
 
-def describe(conn: AdminConnection, users: list[str]) -> list[Data]:
+def describe(conn: AdminConnection, users: list[str]) -> list[UserCredentials]:
     request = DescribeUserScramCredentialsRequest(
         users=[DescribeUserScramCredentialsRequest.UserName(name=u) for u in users] or None
     )
@@ -227,11 +231,11 @@ def describe(conn: AdminConnection, users: list[str]) -> list[Data]:
     return list(response.results)
 
 
-def alter(conn: AdminConnection, deletions: list[Data], upserts: list[Data]) -> None:
+def alter(conn: AdminConnection, deletions: list[Deletion], upserts: list[Upsertion]) -> None:
     """One request per change: Kafka's ScramControlManager refuses a user named
     twice in one request (DUPLICATE_RESOURCE), whatever the mechanisms."""
     version = conn.version_for(ALTER)
-    changes = [
+    changes: list[tuple[Deletion | Upsertion, AlterUserScramCredentialsRequest]] = [
         (d, AlterUserScramCredentialsRequest(deletions=[d], upsertions=[])) for d in deletions
     ]
     changes += [
@@ -252,7 +256,7 @@ def _error(code: int, message: str | None) -> str:
     return f"{name}: {message}" if message else name
 
 
-def describe_text(result: Data) -> str:
+def describe_text(result: UserCredentials) -> str:
     infos = ", ".join(
         f"{MECHANISM_BY_TYPE.get(i.mechanism, i.mechanism)}=iterations={i.iterations}"
         for i in result.credential_infos
@@ -290,10 +294,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, stdin: TextIO | Non
                     if result.error_code != ErrorCode.NONE:
                         raise BrokerRefused(_error(result.error_code, result.error_message))
                     mechanisms = [MECHANISM_BY_TYPE[i.mechanism] for i in result.credential_infos]
-                deletion = AlterUserScramCredentialsRequest.ScramCredentialDeletion
                 alter(
                     conn,
-                    [deletion(name=args.user, mechanism=MECHANISMS[m][0]) for m in mechanisms],
+                    [Deletion(name=args.user, mechanism=MECHANISMS[m][0]) for m in mechanisms],
                     [],
                 )
             print(f"Completed updating config for user {args.user}.", file=stream)

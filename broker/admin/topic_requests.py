@@ -26,13 +26,14 @@ from typing import NamedTuple
 
 from broker.admin.client import AdminConnection, BrokerRefused, error_name
 from broker.errors import ErrorCode
-from broker.protocol.data import Data
 from broker.protocol.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteTopicsRequest,
     DescribeConfigsRequest,
+    DescribeConfigsResponse,
     DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
     IncrementalAlterConfigsRequest,
     ListOffsetsRequest,
     MetadataRequest,
@@ -49,6 +50,9 @@ LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4,
 _OFFSETS_VERSION = {MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
 TIMEOUT_MS = 30_000
 ZERO_UUID = uuid.UUID(int=0)
+#: a topic's config entry (describe_configs), a broker's log dir (describe_log_dirs)
+ConfigEntry = DescribeConfigsResponse.DescribeConfigsResourceResult
+LogDir = DescribeLogDirsResponse.DescribeLogDirsResult
 
 
 def kafka_uuid(value: uuid.UUID) -> str:
@@ -181,7 +185,9 @@ class TopicAdmin:
 
     # ---- configs ---------------------------------------------------------------------------
 
-    def describe_configs(self, topics: list[str], synonyms: bool = False) -> dict[str, list[Data]]:
+    def describe_configs(
+        self, topics: list[str], synonyms: bool = False
+    ) -> dict[str, list[ConfigEntry]]:
         """The config entries of each topic, in the broker's order."""
         if not topics:
             return {}
@@ -229,7 +235,7 @@ class TopicAdmin:
     ) -> dict[tuple[str, int], tuple[int, int]]:
         """(error code, offset) of each partition for ``timestamp`` (a time in ms or one of
         the special values); offset -1 when there is none (a time past the last record)."""
-        by_topic: dict[str, list[Data]] = {}
+        by_topic: dict[str, list[ListOffsetsRequest.ListOffsetsPartition]] = {}
         for topic, partition in partitions:
             by_topic.setdefault(topic, []).append(
                 ListOffsetsRequest.ListOffsetsPartition(
@@ -253,7 +259,7 @@ class TopicAdmin:
             for p in t.partitions
         }
 
-    def describe_log_dirs(self, conn: AdminConnection | None = None) -> list[Data]:
+    def describe_log_dirs(self, conn: AdminConnection | None = None) -> list[LogDir]:
         """Every log dir of the broker behind ``conn`` (default: the bootstrap broker)."""
         conn = conn or self.conn
         resp = conn.call(DescribeLogDirsRequest(topics=None), conn.version_for(DESCRIBE_LOG_DIRS))

@@ -56,6 +56,7 @@ from broker.admin.topic_requests import (
     EARLIEST,
     LATEST,
     ZERO_UUID,
+    ConfigEntry,
     PartitionInfo,
     TopicAdmin,
     TopicInfo,
@@ -63,7 +64,6 @@ from broker.admin.topic_requests import (
 )
 from broker.config import ConfigSource
 from broker.errors import ErrorCode
-from broker.protocol.data import Data
 
 ACTIONS = ("create", "list", "alter", "describe", "delete")
 REPORTS = (
@@ -253,7 +253,7 @@ def check_found(found: list[str], requested: str | None, if_exists: bool) -> Non
 # ---- the lines --------------------------------------------------------------------------
 
 
-def configs_text(entries: list[Data]) -> str:
+def configs_text(entries: list[ConfigEntry]) -> str:
     """``Configs:``'s value: the non-default entries in Kafka's HashMap order."""
     by_name = {e.name: e for e in entries}
     return ",".join(
@@ -267,7 +267,7 @@ def _java(value: str | None) -> str:
     return "null" if value is None else value
 
 
-def topic_line(topic: TopicInfo, entries: list[Data]) -> str:
+def topic_line(topic: TopicInfo, entries: list[ConfigEntry]) -> str:
     first = topic.partitions[0] if topic.partitions else None
     line = f"Topic: {topic.name}"
     if topic.topic_id != ZERO_UUID:
@@ -296,7 +296,7 @@ def partition_lines(
     return lines
 
 
-def _min_isr(entries: list[Data]) -> int:
+def _min_isr(entries: list[ConfigEntry]) -> int:
     for e in entries:
         if e.name == "min.insync.replicas" and e.value is not None:
             return int(e.value)

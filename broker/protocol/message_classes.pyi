@@ -6,40 +6,15 @@ when this file and the schemas disagree.
 """
 
 from collections.abc import Sized
+from typing import Generic, TypeVar
 from uuid import UUID
 
 from broker.protocol.data import Data
 
-class ProduceRequest(Data):
-    transactional_id: str | None  # v3+, nullable v3+
-    acks: int
-    timeout_ms: int
-    topic_data: list[ProduceRequest.TopicProduceData]
-    def __init__(
-        self,
-        transactional_id: str | None = None,
-        acks: int = 0,
-        timeout_ms: int = 0,
-        topic_data: list[ProduceRequest.TopicProduceData] = ...,
-    ) -> None: ...
+_R_co = TypeVar("_R_co", bound=Data, covariant=True)
 
-    class TopicProduceData(Data):
-        name: str
-        partition_data: list[ProduceRequest.PartitionProduceData]
-        def __init__(
-            self,
-            name: str = "",
-            partition_data: list[ProduceRequest.PartitionProduceData] = ...,
-        ) -> None: ...
-
-    class PartitionProduceData(Data):
-        index: int
-        records: memoryview | None  # nullable v0+
-        def __init__(
-            self,
-            index: int = 0,
-            records: memoryview | None = None,
-        ) -> None: ...
+class Request(Data, Generic[_R_co]):
+    """A request whose response is an ``_R_co``: for mypy only, absent at run time."""
 
 class ProduceResponse(Data):
     responses: list[ProduceResponse.TopicProduceResponse]
@@ -113,83 +88,35 @@ class ProduceResponse(Data):
             rack: str | None = None,
         ) -> None: ...
 
-class FetchRequest(Data):
-    cluster_id: str | None  # v12+, nullable v12+, tag 0 v12+
-    replica_id: int  # v0-14
-    replica_state: FetchRequest.ReplicaState | None  # v15+, tag 1 v15+
-    max_wait_ms: int
-    min_bytes: int
-    max_bytes: int  # v3+
-    isolation_level: int  # v4+
-    session_id: int  # v7+
-    session_epoch: int  # v7+
-    topics: list[FetchRequest.FetchTopic]
-    forgotten_topics_data: list[FetchRequest.ForgottenTopic]  # v7+
-    rack_id: str  # v11+
+class ProduceRequest(Request[ProduceResponse]):
+    transactional_id: str | None  # v3+, nullable v3+
+    acks: int
+    timeout_ms: int
+    topic_data: list[ProduceRequest.TopicProduceData]
     def __init__(
         self,
-        cluster_id: str | None = None,
-        replica_id: int = -1,
-        replica_state: FetchRequest.ReplicaState | None = None,
-        max_wait_ms: int = 0,
-        min_bytes: int = 0,
-        max_bytes: int = 2147483647,
-        isolation_level: int = 0,
-        session_id: int = 0,
-        session_epoch: int = -1,
-        topics: list[FetchRequest.FetchTopic] = ...,
-        forgotten_topics_data: list[FetchRequest.ForgottenTopic] = ...,
-        rack_id: str = "",
+        transactional_id: str | None = None,
+        acks: int = 0,
+        timeout_ms: int = 0,
+        topic_data: list[ProduceRequest.TopicProduceData] = ...,
     ) -> None: ...
 
-    class ReplicaState(Data):
-        replica_id: int  # v15+
-        replica_epoch: int  # v15+
+    class TopicProduceData(Data):
+        name: str
+        partition_data: list[ProduceRequest.PartitionProduceData]
         def __init__(
             self,
-            replica_id: int = -1,
-            replica_epoch: int = -1,
+            name: str = "",
+            partition_data: list[ProduceRequest.PartitionProduceData] = ...,
         ) -> None: ...
 
-    class FetchTopic(Data):
-        topic: str  # v0-12
-        topic_id: UUID  # v13+
-        partitions: list[FetchRequest.FetchPartition]
+    class PartitionProduceData(Data):
+        index: int
+        records: memoryview | None  # nullable v0+
         def __init__(
             self,
-            topic: str = "",
-            topic_id: UUID = ...,
-            partitions: list[FetchRequest.FetchPartition] = ...,
-        ) -> None: ...
-
-    class FetchPartition(Data):
-        partition: int
-        current_leader_epoch: int  # v9+
-        fetch_offset: int
-        last_fetched_epoch: int  # v12+
-        log_start_offset: int  # v5+
-        partition_max_bytes: int
-        replica_directory_id: UUID  # v17+, tag 0 v17+
-        def __init__(
-            self,
-            partition: int = 0,
-            current_leader_epoch: int = -1,
-            fetch_offset: int = 0,
-            last_fetched_epoch: int = -1,
-            log_start_offset: int = -1,
-            partition_max_bytes: int = 0,
-            replica_directory_id: UUID = ...,
-        ) -> None: ...
-
-    class ForgottenTopic(Data):
-        topic: str  # v7-12
-        topic_id: UUID  # v13+
-        partitions: list[int]  # v7+
-        def __init__(
-            self,
-            topic: str = "",
-            topic_id: UUID = ...,
-            partitions: list[int] = ...,
+            index: int = 0,
+            records: memoryview | None = None,
         ) -> None: ...
 
 class FetchResponse(Data):
@@ -294,37 +221,83 @@ class FetchResponse(Data):
             rack: str | None = None,
         ) -> None: ...
 
-class ListOffsetsRequest(Data):
-    replica_id: int
-    isolation_level: int  # v2+
-    topics: list[ListOffsetsRequest.ListOffsetsTopic]
+class FetchRequest(Request[FetchResponse]):
+    cluster_id: str | None  # v12+, nullable v12+, tag 0 v12+
+    replica_id: int  # v0-14
+    replica_state: FetchRequest.ReplicaState | None  # v15+, tag 1 v15+
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int  # v3+
+    isolation_level: int  # v4+
+    session_id: int  # v7+
+    session_epoch: int  # v7+
+    topics: list[FetchRequest.FetchTopic]
+    forgotten_topics_data: list[FetchRequest.ForgottenTopic]  # v7+
+    rack_id: str  # v11+
     def __init__(
         self,
-        replica_id: int = 0,
+        cluster_id: str | None = None,
+        replica_id: int = -1,
+        replica_state: FetchRequest.ReplicaState | None = None,
+        max_wait_ms: int = 0,
+        min_bytes: int = 0,
+        max_bytes: int = 2147483647,
         isolation_level: int = 0,
-        topics: list[ListOffsetsRequest.ListOffsetsTopic] = ...,
+        session_id: int = 0,
+        session_epoch: int = -1,
+        topics: list[FetchRequest.FetchTopic] = ...,
+        forgotten_topics_data: list[FetchRequest.ForgottenTopic] = ...,
+        rack_id: str = "",
     ) -> None: ...
 
-    class ListOffsetsTopic(Data):
-        name: str
-        partitions: list[ListOffsetsRequest.ListOffsetsPartition]
+    class ReplicaState(Data):
+        replica_id: int  # v15+
+        replica_epoch: int  # v15+
         def __init__(
             self,
-            name: str = "",
-            partitions: list[ListOffsetsRequest.ListOffsetsPartition] = ...,
+            replica_id: int = -1,
+            replica_epoch: int = -1,
         ) -> None: ...
 
-    class ListOffsetsPartition(Data):
-        partition_index: int
-        current_leader_epoch: int  # v4+
-        timestamp: int
-        max_num_offsets: int  # v0
+    class FetchTopic(Data):
+        topic: str  # v0-12
+        topic_id: UUID  # v13+
+        partitions: list[FetchRequest.FetchPartition]
         def __init__(
             self,
-            partition_index: int = 0,
+            topic: str = "",
+            topic_id: UUID = ...,
+            partitions: list[FetchRequest.FetchPartition] = ...,
+        ) -> None: ...
+
+    class FetchPartition(Data):
+        partition: int
+        current_leader_epoch: int  # v9+
+        fetch_offset: int
+        last_fetched_epoch: int  # v12+
+        log_start_offset: int  # v5+
+        partition_max_bytes: int
+        replica_directory_id: UUID  # v17+, tag 0 v17+
+        def __init__(
+            self,
+            partition: int = 0,
             current_leader_epoch: int = -1,
-            timestamp: int = 0,
-            max_num_offsets: int = 1,
+            fetch_offset: int = 0,
+            last_fetched_epoch: int = -1,
+            log_start_offset: int = -1,
+            partition_max_bytes: int = 0,
+            replica_directory_id: UUID = ...,
+        ) -> None: ...
+
+    class ForgottenTopic(Data):
+        topic: str  # v7-12
+        topic_id: UUID  # v13+
+        partitions: list[int]  # v7+
+        def __init__(
+            self,
+            topic: str = "",
+            topic_id: UUID = ...,
+            partitions: list[int] = ...,
         ) -> None: ...
 
 class ListOffsetsResponse(Data):
@@ -362,26 +335,37 @@ class ListOffsetsResponse(Data):
             leader_epoch: int = -1,
         ) -> None: ...
 
-class MetadataRequest(Data):
-    topics: list[MetadataRequest.MetadataRequestTopic] | None  # nullable v1+
-    allow_auto_topic_creation: bool  # v4+
-    include_cluster_authorized_operations: bool  # v8-10
-    include_topic_authorized_operations: bool  # v8+
+class ListOffsetsRequest(Request[ListOffsetsResponse]):
+    replica_id: int
+    isolation_level: int  # v2+
+    topics: list[ListOffsetsRequest.ListOffsetsTopic]
     def __init__(
         self,
-        topics: list[MetadataRequest.MetadataRequestTopic] | None = ...,
-        allow_auto_topic_creation: bool = True,
-        include_cluster_authorized_operations: bool = False,
-        include_topic_authorized_operations: bool = False,
+        replica_id: int = 0,
+        isolation_level: int = 0,
+        topics: list[ListOffsetsRequest.ListOffsetsTopic] = ...,
     ) -> None: ...
 
-    class MetadataRequestTopic(Data):
-        topic_id: UUID  # v10+
-        name: str | None  # nullable v10+
+    class ListOffsetsTopic(Data):
+        name: str
+        partitions: list[ListOffsetsRequest.ListOffsetsPartition]
         def __init__(
             self,
-            topic_id: UUID = ...,
-            name: str | None = "",
+            name: str = "",
+            partitions: list[ListOffsetsRequest.ListOffsetsPartition] = ...,
+        ) -> None: ...
+
+    class ListOffsetsPartition(Data):
+        partition_index: int
+        current_leader_epoch: int  # v4+
+        timestamp: int
+        max_num_offsets: int  # v0
+        def __init__(
+            self,
+            partition_index: int = 0,
+            current_leader_epoch: int = -1,
+            timestamp: int = 0,
+            max_num_offsets: int = 1,
         ) -> None: ...
 
 class MetadataResponse(Data):
@@ -450,7 +434,56 @@ class MetadataResponse(Data):
             offline_replicas: list[int] = ...,
         ) -> None: ...
 
-class OffsetCommitRequest(Data):
+class MetadataRequest(Request[MetadataResponse]):
+    topics: list[MetadataRequest.MetadataRequestTopic] | None  # nullable v1+
+    allow_auto_topic_creation: bool  # v4+
+    include_cluster_authorized_operations: bool  # v8-10
+    include_topic_authorized_operations: bool  # v8+
+    def __init__(
+        self,
+        topics: list[MetadataRequest.MetadataRequestTopic] | None = ...,
+        allow_auto_topic_creation: bool = True,
+        include_cluster_authorized_operations: bool = False,
+        include_topic_authorized_operations: bool = False,
+    ) -> None: ...
+
+    class MetadataRequestTopic(Data):
+        topic_id: UUID  # v10+
+        name: str | None  # nullable v10+
+        def __init__(
+            self,
+            topic_id: UUID = ...,
+            name: str | None = "",
+        ) -> None: ...
+
+class OffsetCommitResponse(Data):
+    throttle_time_ms: int  # v3+
+    topics: list[OffsetCommitResponse.OffsetCommitResponseTopic]
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        topics: list[OffsetCommitResponse.OffsetCommitResponseTopic] = ...,
+    ) -> None: ...
+
+    class OffsetCommitResponseTopic(Data):
+        name: str
+        partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition]
+        def __init__(
+            self,
+            name: str = "",
+            partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition] = ...,
+        ) -> None: ...
+
+    class OffsetCommitResponsePartition(Data):
+        partition_index: int
+        error_code: int
+        def __init__(
+            self,
+            partition_index: int = 0,
+            error_code: int = 0,
+        ) -> None: ...
+
+class OffsetCommitRequest(Request[OffsetCommitResponse]):
     group_id: str
     generation_id_or_member_epoch: int  # v1+
     member_id: str  # v1+
@@ -489,77 +522,6 @@ class OffsetCommitRequest(Data):
             committed_leader_epoch: int = -1,
             commit_timestamp: int = -1,
             committed_metadata: str | None = "",
-        ) -> None: ...
-
-class OffsetCommitResponse(Data):
-    throttle_time_ms: int  # v3+
-    topics: list[OffsetCommitResponse.OffsetCommitResponseTopic]
-    def __init__(
-        self,
-        throttle_time_ms: int = 0,
-        topics: list[OffsetCommitResponse.OffsetCommitResponseTopic] = ...,
-    ) -> None: ...
-
-    class OffsetCommitResponseTopic(Data):
-        name: str
-        partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition]
-        def __init__(
-            self,
-            name: str = "",
-            partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition] = ...,
-        ) -> None: ...
-
-    class OffsetCommitResponsePartition(Data):
-        partition_index: int
-        error_code: int
-        def __init__(
-            self,
-            partition_index: int = 0,
-            error_code: int = 0,
-        ) -> None: ...
-
-class OffsetFetchRequest(Data):
-    group_id: str  # v0-7
-    topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None  # v0-7, nullable v2-7
-    groups: list[OffsetFetchRequest.OffsetFetchRequestGroup]  # v8+
-    require_stable: bool  # v7+
-    def __init__(
-        self,
-        group_id: str = "",
-        topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None = ...,
-        groups: list[OffsetFetchRequest.OffsetFetchRequestGroup] = ...,
-        require_stable: bool = False,
-    ) -> None: ...
-
-    class OffsetFetchRequestTopic(Data):
-        name: str  # v0-7
-        partition_indexes: list[int]  # v0-7
-        def __init__(
-            self,
-            name: str = "",
-            partition_indexes: list[int] = ...,
-        ) -> None: ...
-
-    class OffsetFetchRequestGroup(Data):
-        group_id: str  # v8+
-        member_id: str | None  # v9+, nullable v9+
-        member_epoch: int  # v9+
-        topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None  # v8+, nullable v8+
-        def __init__(
-            self,
-            group_id: str = "",
-            member_id: str | None = None,
-            member_epoch: int = -1,
-            topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None = ...,
-        ) -> None: ...
-
-    class OffsetFetchRequestTopics(Data):
-        name: str  # v8+
-        partition_indexes: list[int]  # v8+
-        def __init__(
-            self,
-            name: str = "",
-            partition_indexes: list[int] = ...,
         ) -> None: ...
 
 class OffsetFetchResponse(Data):
@@ -634,16 +596,49 @@ class OffsetFetchResponse(Data):
             error_code: int = 0,
         ) -> None: ...
 
-class FindCoordinatorRequest(Data):
-    key: str  # v0-3
-    key_type: int  # v1+
-    coordinator_keys: list[str]  # v4+
+class OffsetFetchRequest(Request[OffsetFetchResponse]):
+    group_id: str  # v0-7
+    topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None  # v0-7, nullable v2-7
+    groups: list[OffsetFetchRequest.OffsetFetchRequestGroup]  # v8+
+    require_stable: bool  # v7+
     def __init__(
         self,
-        key: str = "",
-        key_type: int = 0,
-        coordinator_keys: list[str] = ...,
+        group_id: str = "",
+        topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None = ...,
+        groups: list[OffsetFetchRequest.OffsetFetchRequestGroup] = ...,
+        require_stable: bool = False,
     ) -> None: ...
+
+    class OffsetFetchRequestTopic(Data):
+        name: str  # v0-7
+        partition_indexes: list[int]  # v0-7
+        def __init__(
+            self,
+            name: str = "",
+            partition_indexes: list[int] = ...,
+        ) -> None: ...
+
+    class OffsetFetchRequestGroup(Data):
+        group_id: str  # v8+
+        member_id: str | None  # v9+, nullable v9+
+        member_epoch: int  # v9+
+        topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None  # v8+, nullable v8+
+        def __init__(
+            self,
+            group_id: str = "",
+            member_id: str | None = None,
+            member_epoch: int = -1,
+            topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None = ...,
+        ) -> None: ...
+
+    class OffsetFetchRequestTopics(Data):
+        name: str  # v8+
+        partition_indexes: list[int]  # v8+
+        def __init__(
+            self,
+            name: str = "",
+            partition_indexes: list[int] = ...,
+        ) -> None: ...
 
 class FindCoordinatorResponse(Data):
     throttle_time_ms: int  # v1+
@@ -681,35 +676,16 @@ class FindCoordinatorResponse(Data):
             error_message: str | None = "",
         ) -> None: ...
 
-class JoinGroupRequest(Data):
-    group_id: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int  # v1+
-    member_id: str
-    group_instance_id: str | None  # v5+, nullable v5+
-    protocol_type: str
-    protocols: list[JoinGroupRequest.JoinGroupRequestProtocol]
-    reason: str | None  # v8+, nullable v8+
+class FindCoordinatorRequest(Request[FindCoordinatorResponse]):
+    key: str  # v0-3
+    key_type: int  # v1+
+    coordinator_keys: list[str]  # v4+
     def __init__(
         self,
-        group_id: str = "",
-        session_timeout_ms: int = 0,
-        rebalance_timeout_ms: int = -1,
-        member_id: str = "",
-        group_instance_id: str | None = None,
-        protocol_type: str = "",
-        protocols: list[JoinGroupRequest.JoinGroupRequestProtocol] = ...,
-        reason: str | None = None,
+        key: str = "",
+        key_type: int = 0,
+        coordinator_keys: list[str] = ...,
     ) -> None: ...
-
-    class JoinGroupRequestProtocol(Data):
-        name: str
-        metadata: bytes
-        def __init__(
-            self,
-            name: str = "",
-            metadata: bytes = ...,
-        ) -> None: ...
 
 class JoinGroupResponse(Data):
     throttle_time_ms: int  # v2+
@@ -745,7 +721,46 @@ class JoinGroupResponse(Data):
             metadata: bytes = ...,
         ) -> None: ...
 
-class HeartbeatRequest(Data):
+class JoinGroupRequest(Request[JoinGroupResponse]):
+    group_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int  # v1+
+    member_id: str
+    group_instance_id: str | None  # v5+, nullable v5+
+    protocol_type: str
+    protocols: list[JoinGroupRequest.JoinGroupRequestProtocol]
+    reason: str | None  # v8+, nullable v8+
+    def __init__(
+        self,
+        group_id: str = "",
+        session_timeout_ms: int = 0,
+        rebalance_timeout_ms: int = -1,
+        member_id: str = "",
+        group_instance_id: str | None = None,
+        protocol_type: str = "",
+        protocols: list[JoinGroupRequest.JoinGroupRequestProtocol] = ...,
+        reason: str | None = None,
+    ) -> None: ...
+
+    class JoinGroupRequestProtocol(Data):
+        name: str
+        metadata: bytes
+        def __init__(
+            self,
+            name: str = "",
+            metadata: bytes = ...,
+        ) -> None: ...
+
+class HeartbeatResponse(Data):
+    throttle_time_ms: int  # v1+
+    error_code: int
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+    ) -> None: ...
+
+class HeartbeatRequest(Request[HeartbeatResponse]):
     group_id: str
     generation_id: int
     member_id: str
@@ -757,37 +772,6 @@ class HeartbeatRequest(Data):
         member_id: str = "",
         group_instance_id: str | None = None,
     ) -> None: ...
-
-class HeartbeatResponse(Data):
-    throttle_time_ms: int  # v1+
-    error_code: int
-    def __init__(
-        self,
-        throttle_time_ms: int = 0,
-        error_code: int = 0,
-    ) -> None: ...
-
-class LeaveGroupRequest(Data):
-    group_id: str
-    member_id: str  # v0-2
-    members: list[LeaveGroupRequest.MemberIdentity]  # v3+
-    def __init__(
-        self,
-        group_id: str = "",
-        member_id: str = "",
-        members: list[LeaveGroupRequest.MemberIdentity] = ...,
-    ) -> None: ...
-
-    class MemberIdentity(Data):
-        member_id: str  # v3+
-        group_instance_id: str | None  # v3+, nullable v3+
-        reason: str | None  # v5+, nullable v5+
-        def __init__(
-            self,
-            member_id: str = "",
-            group_instance_id: str | None = None,
-            reason: str | None = None,
-        ) -> None: ...
 
 class LeaveGroupResponse(Data):
     throttle_time_ms: int  # v1+
@@ -811,7 +795,44 @@ class LeaveGroupResponse(Data):
             error_code: int = 0,
         ) -> None: ...
 
-class SyncGroupRequest(Data):
+class LeaveGroupRequest(Request[LeaveGroupResponse]):
+    group_id: str
+    member_id: str  # v0-2
+    members: list[LeaveGroupRequest.MemberIdentity]  # v3+
+    def __init__(
+        self,
+        group_id: str = "",
+        member_id: str = "",
+        members: list[LeaveGroupRequest.MemberIdentity] = ...,
+    ) -> None: ...
+
+    class MemberIdentity(Data):
+        member_id: str  # v3+
+        group_instance_id: str | None  # v3+, nullable v3+
+        reason: str | None  # v5+, nullable v5+
+        def __init__(
+            self,
+            member_id: str = "",
+            group_instance_id: str | None = None,
+            reason: str | None = None,
+        ) -> None: ...
+
+class SyncGroupResponse(Data):
+    throttle_time_ms: int  # v1+
+    error_code: int
+    protocol_type: str | None  # v5+, nullable v5+
+    protocol_name: str | None  # v5+, nullable v5+
+    assignment: bytes
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        error_code: int = 0,
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
+        assignment: bytes = ...,
+    ) -> None: ...
+
+class SyncGroupRequest(Request[SyncGroupResponse]):
     group_id: str
     generation_id: int
     member_id: str
@@ -838,30 +859,6 @@ class SyncGroupRequest(Data):
             member_id: str = "",
             assignment: bytes = ...,
         ) -> None: ...
-
-class SyncGroupResponse(Data):
-    throttle_time_ms: int  # v1+
-    error_code: int
-    protocol_type: str | None  # v5+, nullable v5+
-    protocol_name: str | None  # v5+, nullable v5+
-    assignment: bytes
-    def __init__(
-        self,
-        throttle_time_ms: int = 0,
-        error_code: int = 0,
-        protocol_type: str | None = None,
-        protocol_name: str | None = None,
-        assignment: bytes = ...,
-    ) -> None: ...
-
-class DescribeGroupsRequest(Data):
-    groups: list[str]
-    include_authorized_operations: bool  # v3+
-    def __init__(
-        self,
-        groups: list[str] = ...,
-        include_authorized_operations: bool = False,
-    ) -> None: ...
 
 class DescribeGroupsResponse(Data):
     throttle_time_ms: int  # v1+
@@ -908,13 +905,13 @@ class DescribeGroupsResponse(Data):
             member_assignment: bytes = ...,
         ) -> None: ...
 
-class ListGroupsRequest(Data):
-    states_filter: list[str]  # v4+
-    types_filter: list[str]  # v5+
+class DescribeGroupsRequest(Request[DescribeGroupsResponse]):
+    groups: list[str]
+    include_authorized_operations: bool  # v3+
     def __init__(
         self,
-        states_filter: list[str] = ...,
-        types_filter: list[str] = ...,
+        groups: list[str] = ...,
+        include_authorized_operations: bool = False,
     ) -> None: ...
 
 class ListGroupsResponse(Data):
@@ -941,11 +938,13 @@ class ListGroupsResponse(Data):
             group_type: str = "",
         ) -> None: ...
 
-class SaslHandshakeRequest(Data):
-    mechanism: str
+class ListGroupsRequest(Request[ListGroupsResponse]):
+    states_filter: list[str]  # v4+
+    types_filter: list[str]  # v5+
     def __init__(
         self,
-        mechanism: str = "",
+        states_filter: list[str] = ...,
+        types_filter: list[str] = ...,
     ) -> None: ...
 
 class SaslHandshakeResponse(Data):
@@ -957,13 +956,11 @@ class SaslHandshakeResponse(Data):
         mechanisms: list[str] = ...,
     ) -> None: ...
 
-class ApiVersionsRequest(Data):
-    client_software_name: str  # v3+
-    client_software_version: str  # v3+
+class SaslHandshakeRequest(Request[SaslHandshakeResponse]):
+    mechanism: str
     def __init__(
         self,
-        client_software_name: str = "",
-        client_software_version: str = "",
+        mechanism: str = "",
     ) -> None: ...
 
 class ApiVersionsResponse(Data):
@@ -1018,49 +1015,14 @@ class ApiVersionsResponse(Data):
             min_version_level: int = 0,
         ) -> None: ...
 
-class CreateTopicsRequest(Data):
-    topics: list[CreateTopicsRequest.CreatableTopic]
-    timeout_ms: int
-    validate_only: bool  # v1+
+class ApiVersionsRequest(Request[ApiVersionsResponse]):
+    client_software_name: str  # v3+
+    client_software_version: str  # v3+
     def __init__(
         self,
-        topics: list[CreateTopicsRequest.CreatableTopic] = ...,
-        timeout_ms: int = 60000,
-        validate_only: bool = False,
+        client_software_name: str = "",
+        client_software_version: str = "",
     ) -> None: ...
-
-    class CreatableTopic(Data):
-        name: str
-        num_partitions: int
-        replication_factor: int
-        assignments: list[CreateTopicsRequest.CreatableReplicaAssignment]
-        configs: list[CreateTopicsRequest.CreatableTopicConfig]
-        def __init__(
-            self,
-            name: str = "",
-            num_partitions: int = 0,
-            replication_factor: int = 0,
-            assignments: list[CreateTopicsRequest.CreatableReplicaAssignment] = ...,
-            configs: list[CreateTopicsRequest.CreatableTopicConfig] = ...,
-        ) -> None: ...
-
-    class CreatableReplicaAssignment(Data):
-        partition_index: int
-        broker_ids: list[int]
-        def __init__(
-            self,
-            partition_index: int = 0,
-            broker_ids: list[int] = ...,
-        ) -> None: ...
-
-    class CreatableTopicConfig(Data):
-        name: str
-        value: str | None  # nullable v0+
-        def __init__(
-            self,
-            name: str = "",
-            value: str | None = "",
-        ) -> None: ...
 
 class CreateTopicsResponse(Data):
     throttle_time_ms: int  # v2+
@@ -1107,24 +1069,48 @@ class CreateTopicsResponse(Data):
             is_sensitive: bool = False,
         ) -> None: ...
 
-class DeleteTopicsRequest(Data):
-    topics: list[DeleteTopicsRequest.DeleteTopicState]  # v6+
-    topic_names: list[str]  # v0-5
+class CreateTopicsRequest(Request[CreateTopicsResponse]):
+    topics: list[CreateTopicsRequest.CreatableTopic]
     timeout_ms: int
+    validate_only: bool  # v1+
     def __init__(
         self,
-        topics: list[DeleteTopicsRequest.DeleteTopicState] = ...,
-        topic_names: list[str] = ...,
-        timeout_ms: int = 0,
+        topics: list[CreateTopicsRequest.CreatableTopic] = ...,
+        timeout_ms: int = 60000,
+        validate_only: bool = False,
     ) -> None: ...
 
-    class DeleteTopicState(Data):
-        name: str | None  # v6+, nullable v6+
-        topic_id: UUID  # v6+
+    class CreatableTopic(Data):
+        name: str
+        num_partitions: int
+        replication_factor: int
+        assignments: list[CreateTopicsRequest.CreatableReplicaAssignment]
+        configs: list[CreateTopicsRequest.CreatableTopicConfig]
         def __init__(
             self,
-            name: str | None = None,
-            topic_id: UUID = ...,
+            name: str = "",
+            num_partitions: int = 0,
+            replication_factor: int = 0,
+            assignments: list[CreateTopicsRequest.CreatableReplicaAssignment] = ...,
+            configs: list[CreateTopicsRequest.CreatableTopicConfig] = ...,
+        ) -> None: ...
+
+    class CreatableReplicaAssignment(Data):
+        partition_index: int
+        broker_ids: list[int]
+        def __init__(
+            self,
+            partition_index: int = 0,
+            broker_ids: list[int] = ...,
+        ) -> None: ...
+
+    class CreatableTopicConfig(Data):
+        name: str
+        value: str | None  # nullable v0+
+        def __init__(
+            self,
+            name: str = "",
+            value: str | None = "",
         ) -> None: ...
 
 class DeleteTopicsResponse(Data):
@@ -1149,31 +1135,24 @@ class DeleteTopicsResponse(Data):
             error_message: str | None = None,
         ) -> None: ...
 
-class DeleteRecordsRequest(Data):
-    topics: list[DeleteRecordsRequest.DeleteRecordsTopic]
+class DeleteTopicsRequest(Request[DeleteTopicsResponse]):
+    topics: list[DeleteTopicsRequest.DeleteTopicState]  # v6+
+    topic_names: list[str]  # v0-5
     timeout_ms: int
     def __init__(
         self,
-        topics: list[DeleteRecordsRequest.DeleteRecordsTopic] = ...,
+        topics: list[DeleteTopicsRequest.DeleteTopicState] = ...,
+        topic_names: list[str] = ...,
         timeout_ms: int = 0,
     ) -> None: ...
 
-    class DeleteRecordsTopic(Data):
-        name: str
-        partitions: list[DeleteRecordsRequest.DeleteRecordsPartition]
+    class DeleteTopicState(Data):
+        name: str | None  # v6+, nullable v6+
+        topic_id: UUID  # v6+
         def __init__(
             self,
-            name: str = "",
-            partitions: list[DeleteRecordsRequest.DeleteRecordsPartition] = ...,
-        ) -> None: ...
-
-    class DeleteRecordsPartition(Data):
-        partition_index: int
-        offset: int
-        def __init__(
-            self,
-            partition_index: int = 0,
-            offset: int = 0,
+            name: str | None = None,
+            topic_id: UUID = ...,
         ) -> None: ...
 
 class DeleteRecordsResponse(Data):
@@ -1205,18 +1184,32 @@ class DeleteRecordsResponse(Data):
             error_code: int = 0,
         ) -> None: ...
 
-class InitProducerIdRequest(Data):
-    transactional_id: str | None  # nullable v0+
-    transaction_timeout_ms: int
-    producer_id: int  # v3+
-    producer_epoch: int  # v3+
+class DeleteRecordsRequest(Request[DeleteRecordsResponse]):
+    topics: list[DeleteRecordsRequest.DeleteRecordsTopic]
+    timeout_ms: int
     def __init__(
         self,
-        transactional_id: str | None = "",
-        transaction_timeout_ms: int = 0,
-        producer_id: int = -1,
-        producer_epoch: int = -1,
+        topics: list[DeleteRecordsRequest.DeleteRecordsTopic] = ...,
+        timeout_ms: int = 0,
     ) -> None: ...
+
+    class DeleteRecordsTopic(Data):
+        name: str
+        partitions: list[DeleteRecordsRequest.DeleteRecordsPartition]
+        def __init__(
+            self,
+            name: str = "",
+            partitions: list[DeleteRecordsRequest.DeleteRecordsPartition] = ...,
+        ) -> None: ...
+
+    class DeleteRecordsPartition(Data):
+        partition_index: int
+        offset: int
+        def __init__(
+            self,
+            partition_index: int = 0,
+            offset: int = 0,
+        ) -> None: ...
 
 class InitProducerIdResponse(Data):
     throttle_time_ms: int
@@ -1231,34 +1224,18 @@ class InitProducerIdResponse(Data):
         producer_epoch: int = 0,
     ) -> None: ...
 
-class OffsetForLeaderEpochRequest(Data):
-    replica_id: int  # v3+
-    topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic]
+class InitProducerIdRequest(Request[InitProducerIdResponse]):
+    transactional_id: str | None  # nullable v0+
+    transaction_timeout_ms: int
+    producer_id: int  # v3+
+    producer_epoch: int  # v3+
     def __init__(
         self,
-        replica_id: int = -2,
-        topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic] = ...,
+        transactional_id: str | None = "",
+        transaction_timeout_ms: int = 0,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
     ) -> None: ...
-
-    class OffsetForLeaderTopic(Data):
-        topic: str
-        partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition]
-        def __init__(
-            self,
-            topic: str = "",
-            partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition] = ...,
-        ) -> None: ...
-
-    class OffsetForLeaderPartition(Data):
-        partition: int
-        current_leader_epoch: int  # v2+
-        leader_epoch: int
-        def __init__(
-            self,
-            partition: int = 0,
-            current_leader_epoch: int = -1,
-            leader_epoch: int = 0,
-        ) -> None: ...
 
 class OffsetForLeaderEpochResponse(Data):
     throttle_time_ms: int  # v2+
@@ -1291,24 +1268,34 @@ class OffsetForLeaderEpochResponse(Data):
             end_offset: int = -1,
         ) -> None: ...
 
-class DescribeAclsRequest(Data):
-    resource_type_filter: int
-    resource_name_filter: str | None  # nullable v0+
-    pattern_type_filter: int  # v1+
-    principal_filter: str | None  # nullable v0+
-    host_filter: str | None  # nullable v0+
-    operation: int
-    permission_type: int
+class OffsetForLeaderEpochRequest(Request[OffsetForLeaderEpochResponse]):
+    replica_id: int  # v3+
+    topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic]
     def __init__(
         self,
-        resource_type_filter: int = 0,
-        resource_name_filter: str | None = "",
-        pattern_type_filter: int = 3,
-        principal_filter: str | None = "",
-        host_filter: str | None = "",
-        operation: int = 0,
-        permission_type: int = 0,
+        replica_id: int = -2,
+        topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic] = ...,
     ) -> None: ...
+
+    class OffsetForLeaderTopic(Data):
+        topic: str
+        partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition]
+        def __init__(
+            self,
+            topic: str = "",
+            partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition] = ...,
+        ) -> None: ...
+
+    class OffsetForLeaderPartition(Data):
+        partition: int
+        current_leader_epoch: int  # v2+
+        leader_epoch: int
+        def __init__(
+            self,
+            partition: int = 0,
+            current_leader_epoch: int = -1,
+            leader_epoch: int = 0,
+        ) -> None: ...
 
 class DescribeAclsResponse(Data):
     throttle_time_ms: int
@@ -1349,7 +1336,44 @@ class DescribeAclsResponse(Data):
             permission_type: int = 0,
         ) -> None: ...
 
-class CreateAclsRequest(Data):
+class DescribeAclsRequest(Request[DescribeAclsResponse]):
+    resource_type_filter: int
+    resource_name_filter: str | None  # nullable v0+
+    pattern_type_filter: int  # v1+
+    principal_filter: str | None  # nullable v0+
+    host_filter: str | None  # nullable v0+
+    operation: int
+    permission_type: int
+    def __init__(
+        self,
+        resource_type_filter: int = 0,
+        resource_name_filter: str | None = "",
+        pattern_type_filter: int = 3,
+        principal_filter: str | None = "",
+        host_filter: str | None = "",
+        operation: int = 0,
+        permission_type: int = 0,
+    ) -> None: ...
+
+class CreateAclsResponse(Data):
+    throttle_time_ms: int
+    results: list[CreateAclsResponse.AclCreationResult]
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        results: list[CreateAclsResponse.AclCreationResult] = ...,
+    ) -> None: ...
+
+    class AclCreationResult(Data):
+        error_code: int
+        error_message: str | None  # nullable v0+
+        def __init__(
+            self,
+            error_code: int = 0,
+            error_message: str | None = None,
+        ) -> None: ...
+
+class CreateAclsRequest(Request[CreateAclsResponse]):
     creations: list[CreateAclsRequest.AclCreation]
     def __init__(
         self,
@@ -1371,50 +1395,6 @@ class CreateAclsRequest(Data):
             resource_pattern_type: int = 3,
             principal: str = "",
             host: str = "",
-            operation: int = 0,
-            permission_type: int = 0,
-        ) -> None: ...
-
-class CreateAclsResponse(Data):
-    throttle_time_ms: int
-    results: list[CreateAclsResponse.AclCreationResult]
-    def __init__(
-        self,
-        throttle_time_ms: int = 0,
-        results: list[CreateAclsResponse.AclCreationResult] = ...,
-    ) -> None: ...
-
-    class AclCreationResult(Data):
-        error_code: int
-        error_message: str | None  # nullable v0+
-        def __init__(
-            self,
-            error_code: int = 0,
-            error_message: str | None = None,
-        ) -> None: ...
-
-class DeleteAclsRequest(Data):
-    filters: list[DeleteAclsRequest.DeleteAclsFilter]
-    def __init__(
-        self,
-        filters: list[DeleteAclsRequest.DeleteAclsFilter] = ...,
-    ) -> None: ...
-
-    class DeleteAclsFilter(Data):
-        resource_type_filter: int
-        resource_name_filter: str | None  # nullable v0+
-        pattern_type_filter: int  # v1+
-        principal_filter: str | None  # nullable v0+
-        host_filter: str | None  # nullable v0+
-        operation: int
-        permission_type: int
-        def __init__(
-            self,
-            resource_type_filter: int = 0,
-            resource_name_filter: str | None = "",
-            pattern_type_filter: int = 3,
-            principal_filter: str | None = "",
-            host_filter: str | None = "",
             operation: int = 0,
             permission_type: int = 0,
         ) -> None: ...
@@ -1462,26 +1442,30 @@ class DeleteAclsResponse(Data):
             permission_type: int = 0,
         ) -> None: ...
 
-class DescribeConfigsRequest(Data):
-    resources: list[DescribeConfigsRequest.DescribeConfigsResource]
-    include_synonyms: bool  # v1+
-    include_documentation: bool  # v3+
+class DeleteAclsRequest(Request[DeleteAclsResponse]):
+    filters: list[DeleteAclsRequest.DeleteAclsFilter]
     def __init__(
         self,
-        resources: list[DescribeConfigsRequest.DescribeConfigsResource] = ...,
-        include_synonyms: bool = False,
-        include_documentation: bool = False,
+        filters: list[DeleteAclsRequest.DeleteAclsFilter] = ...,
     ) -> None: ...
 
-    class DescribeConfigsResource(Data):
-        resource_type: int
-        resource_name: str
-        configuration_keys: list[str] | None  # nullable v0+
+    class DeleteAclsFilter(Data):
+        resource_type_filter: int
+        resource_name_filter: str | None  # nullable v0+
+        pattern_type_filter: int  # v1+
+        principal_filter: str | None  # nullable v0+
+        host_filter: str | None  # nullable v0+
+        operation: int
+        permission_type: int
         def __init__(
             self,
-            resource_type: int = 0,
-            resource_name: str = "",
-            configuration_keys: list[str] | None = ...,
+            resource_type_filter: int = 0,
+            resource_name_filter: str | None = "",
+            pattern_type_filter: int = 3,
+            principal_filter: str | None = "",
+            host_filter: str | None = "",
+            operation: int = 0,
+            permission_type: int = 0,
         ) -> None: ...
 
 class DescribeConfigsResponse(Data):
@@ -1542,7 +1526,51 @@ class DescribeConfigsResponse(Data):
             source: int = 0,
         ) -> None: ...
 
-class AlterConfigsRequest(Data):
+class DescribeConfigsRequest(Request[DescribeConfigsResponse]):
+    resources: list[DescribeConfigsRequest.DescribeConfigsResource]
+    include_synonyms: bool  # v1+
+    include_documentation: bool  # v3+
+    def __init__(
+        self,
+        resources: list[DescribeConfigsRequest.DescribeConfigsResource] = ...,
+        include_synonyms: bool = False,
+        include_documentation: bool = False,
+    ) -> None: ...
+
+    class DescribeConfigsResource(Data):
+        resource_type: int
+        resource_name: str
+        configuration_keys: list[str] | None  # nullable v0+
+        def __init__(
+            self,
+            resource_type: int = 0,
+            resource_name: str = "",
+            configuration_keys: list[str] | None = ...,
+        ) -> None: ...
+
+class AlterConfigsResponse(Data):
+    throttle_time_ms: int
+    responses: list[AlterConfigsResponse.AlterConfigsResourceResponse]
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        responses: list[AlterConfigsResponse.AlterConfigsResourceResponse] = ...,
+    ) -> None: ...
+
+    class AlterConfigsResourceResponse(Data):
+        error_code: int
+        error_message: str | None  # nullable v0+
+        resource_type: int
+        resource_name: str
+        def __init__(
+            self,
+            error_code: int = 0,
+            error_message: str | None = "",
+            resource_type: int = 0,
+            resource_name: str = "",
+        ) -> None: ...
+
+class AlterConfigsRequest(Request[AlterConfigsResponse]):
     resources: list[AlterConfigsRequest.AlterConfigsResource]
     validate_only: bool
     def __init__(
@@ -1569,44 +1597,6 @@ class AlterConfigsRequest(Data):
             self,
             name: str = "",
             value: str | None = "",
-        ) -> None: ...
-
-class AlterConfigsResponse(Data):
-    throttle_time_ms: int
-    responses: list[AlterConfigsResponse.AlterConfigsResourceResponse]
-    def __init__(
-        self,
-        throttle_time_ms: int = 0,
-        responses: list[AlterConfigsResponse.AlterConfigsResourceResponse] = ...,
-    ) -> None: ...
-
-    class AlterConfigsResourceResponse(Data):
-        error_code: int
-        error_message: str | None  # nullable v0+
-        resource_type: int
-        resource_name: str
-        def __init__(
-            self,
-            error_code: int = 0,
-            error_message: str | None = "",
-            resource_type: int = 0,
-            resource_name: str = "",
-        ) -> None: ...
-
-class DescribeLogDirsRequest(Data):
-    topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None  # nullable v0+
-    def __init__(
-        self,
-        topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None = ...,
-    ) -> None: ...
-
-    class DescribableLogDirTopic(Data):
-        topic: str
-        partitions: list[int]
-        def __init__(
-            self,
-            topic: str = "",
-            partitions: list[int] = ...,
         ) -> None: ...
 
 class DescribeLogDirsResponse(Data):
@@ -1657,12 +1647,21 @@ class DescribeLogDirsResponse(Data):
             is_future_key: bool = False,
         ) -> None: ...
 
-class SaslAuthenticateRequest(Data):
-    auth_bytes: bytes
+class DescribeLogDirsRequest(Request[DescribeLogDirsResponse]):
+    topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None  # nullable v0+
     def __init__(
         self,
-        auth_bytes: bytes = ...,
+        topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None = ...,
     ) -> None: ...
+
+    class DescribableLogDirTopic(Data):
+        topic: str
+        partitions: list[int]
+        def __init__(
+            self,
+            topic: str = "",
+            partitions: list[int] = ...,
+        ) -> None: ...
 
 class SaslAuthenticateResponse(Data):
     error_code: int
@@ -1677,7 +1676,34 @@ class SaslAuthenticateResponse(Data):
         session_lifetime_ms: int = 0,
     ) -> None: ...
 
-class CreatePartitionsRequest(Data):
+class SaslAuthenticateRequest(Request[SaslAuthenticateResponse]):
+    auth_bytes: bytes
+    def __init__(
+        self,
+        auth_bytes: bytes = ...,
+    ) -> None: ...
+
+class CreatePartitionsResponse(Data):
+    throttle_time_ms: int
+    results: list[CreatePartitionsResponse.CreatePartitionsTopicResult]
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        results: list[CreatePartitionsResponse.CreatePartitionsTopicResult] = ...,
+    ) -> None: ...
+
+    class CreatePartitionsTopicResult(Data):
+        name: str
+        error_code: int
+        error_message: str | None  # nullable v0+
+        def __init__(
+            self,
+            name: str = "",
+            error_code: int = 0,
+            error_message: str | None = None,
+        ) -> None: ...
+
+class CreatePartitionsRequest(Request[CreatePartitionsResponse]):
     topics: list[CreatePartitionsRequest.CreatePartitionsTopic]
     timeout_ms: int
     validate_only: bool
@@ -1706,33 +1732,6 @@ class CreatePartitionsRequest(Data):
             broker_ids: list[int] = ...,
         ) -> None: ...
 
-class CreatePartitionsResponse(Data):
-    throttle_time_ms: int
-    results: list[CreatePartitionsResponse.CreatePartitionsTopicResult]
-    def __init__(
-        self,
-        throttle_time_ms: int = 0,
-        results: list[CreatePartitionsResponse.CreatePartitionsTopicResult] = ...,
-    ) -> None: ...
-
-    class CreatePartitionsTopicResult(Data):
-        name: str
-        error_code: int
-        error_message: str | None  # nullable v0+
-        def __init__(
-            self,
-            name: str = "",
-            error_code: int = 0,
-            error_message: str | None = None,
-        ) -> None: ...
-
-class DeleteGroupsRequest(Data):
-    groups_names: list[str]
-    def __init__(
-        self,
-        groups_names: list[str] = ...,
-    ) -> None: ...
-
 class DeleteGroupsResponse(Data):
     throttle_time_ms: int
     results: list[DeleteGroupsResponse.DeletableGroupResult]
@@ -1751,7 +1750,36 @@ class DeleteGroupsResponse(Data):
             error_code: int = 0,
         ) -> None: ...
 
-class IncrementalAlterConfigsRequest(Data):
+class DeleteGroupsRequest(Request[DeleteGroupsResponse]):
+    groups_names: list[str]
+    def __init__(
+        self,
+        groups_names: list[str] = ...,
+    ) -> None: ...
+
+class IncrementalAlterConfigsResponse(Data):
+    throttle_time_ms: int
+    responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse]
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse] = ...,
+    ) -> None: ...
+
+    class AlterConfigsResourceResponse(Data):
+        error_code: int
+        error_message: str | None  # nullable v0+
+        resource_type: int
+        resource_name: str
+        def __init__(
+            self,
+            error_code: int = 0,
+            error_message: str | None = "",
+            resource_type: int = 0,
+            resource_name: str = "",
+        ) -> None: ...
+
+class IncrementalAlterConfigsRequest(Request[IncrementalAlterConfigsResponse]):
     resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource]
     validate_only: bool
     def __init__(
@@ -1780,53 +1808,6 @@ class IncrementalAlterConfigsRequest(Data):
             name: str = "",
             config_operation: int = 0,
             value: str | None = "",
-        ) -> None: ...
-
-class IncrementalAlterConfigsResponse(Data):
-    throttle_time_ms: int
-    responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse]
-    def __init__(
-        self,
-        throttle_time_ms: int = 0,
-        responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse] = ...,
-    ) -> None: ...
-
-    class AlterConfigsResourceResponse(Data):
-        error_code: int
-        error_message: str | None  # nullable v0+
-        resource_type: int
-        resource_name: str
-        def __init__(
-            self,
-            error_code: int = 0,
-            error_message: str | None = "",
-            resource_type: int = 0,
-            resource_name: str = "",
-        ) -> None: ...
-
-class OffsetDeleteRequest(Data):
-    group_id: str
-    topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic]
-    def __init__(
-        self,
-        group_id: str = "",
-        topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic] = ...,
-    ) -> None: ...
-
-    class OffsetDeleteRequestTopic(Data):
-        name: str
-        partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition]
-        def __init__(
-            self,
-            name: str = "",
-            partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition] = ...,
-        ) -> None: ...
-
-    class OffsetDeleteRequestPartition(Data):
-        partition_index: int
-        def __init__(
-            self,
-            partition_index: int = 0,
         ) -> None: ...
 
 class OffsetDeleteResponse(Data):
@@ -1858,18 +1839,29 @@ class OffsetDeleteResponse(Data):
             error_code: int = 0,
         ) -> None: ...
 
-class DescribeUserScramCredentialsRequest(Data):
-    users: list[DescribeUserScramCredentialsRequest.UserName] | None  # nullable v0+
+class OffsetDeleteRequest(Request[OffsetDeleteResponse]):
+    group_id: str
+    topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic]
     def __init__(
         self,
-        users: list[DescribeUserScramCredentialsRequest.UserName] | None = None,
+        group_id: str = "",
+        topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic] = ...,
     ) -> None: ...
 
-    class UserName(Data):
+    class OffsetDeleteRequestTopic(Data):
         name: str
+        partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition]
         def __init__(
             self,
             name: str = "",
+            partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition] = ...,
+        ) -> None: ...
+
+    class OffsetDeleteRequestPartition(Data):
+        partition_index: int
+        def __init__(
+            self,
+            partition_index: int = 0,
         ) -> None: ...
 
 class DescribeUserScramCredentialsResponse(Data):
@@ -1909,7 +1901,41 @@ class DescribeUserScramCredentialsResponse(Data):
             iterations: int = 0,
         ) -> None: ...
 
-class AlterUserScramCredentialsRequest(Data):
+class DescribeUserScramCredentialsRequest(Request[DescribeUserScramCredentialsResponse]):
+    users: list[DescribeUserScramCredentialsRequest.UserName] | None  # nullable v0+
+    def __init__(
+        self,
+        users: list[DescribeUserScramCredentialsRequest.UserName] | None = None,
+    ) -> None: ...
+
+    class UserName(Data):
+        name: str
+        def __init__(
+            self,
+            name: str = "",
+        ) -> None: ...
+
+class AlterUserScramCredentialsResponse(Data):
+    throttle_time_ms: int
+    results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult]
+    def __init__(
+        self,
+        throttle_time_ms: int = 0,
+        results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult] = ...,
+    ) -> None: ...
+
+    class AlterUserScramCredentialsResult(Data):
+        user: str
+        error_code: int
+        error_message: str | None  # nullable v0+
+        def __init__(
+            self,
+            user: str = "",
+            error_code: int = 0,
+            error_message: str | None = None,
+        ) -> None: ...
+
+class AlterUserScramCredentialsRequest(Request[AlterUserScramCredentialsResponse]):
     deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion]
     upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion]
     def __init__(
@@ -1941,35 +1967,6 @@ class AlterUserScramCredentialsRequest(Data):
             salt: bytes = ...,
             salted_password: bytes = ...,
         ) -> None: ...
-
-class AlterUserScramCredentialsResponse(Data):
-    throttle_time_ms: int
-    results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult]
-    def __init__(
-        self,
-        throttle_time_ms: int = 0,
-        results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult] = ...,
-    ) -> None: ...
-
-    class AlterUserScramCredentialsResult(Data):
-        user: str
-        error_code: int
-        error_message: str | None  # nullable v0+
-        def __init__(
-            self,
-            user: str = "",
-            error_code: int = 0,
-            error_message: str | None = None,
-        ) -> None: ...
-
-class DescribeClusterRequest(Data):
-    include_cluster_authorized_operations: bool
-    endpoint_type: int  # v1+
-    def __init__(
-        self,
-        include_cluster_authorized_operations: bool = False,
-        endpoint_type: int = 1,
-    ) -> None: ...
 
 class DescribeClusterResponse(Data):
     throttle_time_ms: int
@@ -2005,39 +2002,14 @@ class DescribeClusterResponse(Data):
             rack: str | None = None,
         ) -> None: ...
 
-class ConsumerGroupHeartbeatRequest(Data):
-    group_id: str
-    member_id: str
-    member_epoch: int
-    instance_id: str | None  # nullable v0+
-    rack_id: str | None  # nullable v0+
-    rebalance_timeout_ms: int
-    subscribed_topic_names: list[str] | None  # nullable v0+
-    subscribed_topic_regex: str | None  # v1+, nullable v1+
-    server_assignor: str | None  # nullable v0+
-    topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None  # nullable v0+
+class DescribeClusterRequest(Request[DescribeClusterResponse]):
+    include_cluster_authorized_operations: bool
+    endpoint_type: int  # v1+
     def __init__(
         self,
-        group_id: str = "",
-        member_id: str = "",
-        member_epoch: int = 0,
-        instance_id: str | None = None,
-        rack_id: str | None = None,
-        rebalance_timeout_ms: int = -1,
-        subscribed_topic_names: list[str] | None = None,
-        subscribed_topic_regex: str | None = None,
-        server_assignor: str | None = None,
-        topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None = None,
+        include_cluster_authorized_operations: bool = False,
+        endpoint_type: int = 1,
     ) -> None: ...
-
-    class TopicPartitions(Data):
-        topic_id: UUID
-        partitions: list[int]
-        def __init__(
-            self,
-            topic_id: UUID = ...,
-            partitions: list[int] = ...,
-        ) -> None: ...
 
 class ConsumerGroupHeartbeatResponse(Data):
     throttle_time_ms: int
@@ -2074,14 +2046,39 @@ class ConsumerGroupHeartbeatResponse(Data):
             partitions: list[int] = ...,
         ) -> None: ...
 
-class ConsumerGroupDescribeRequest(Data):
-    group_ids: list[str]
-    include_authorized_operations: bool
+class ConsumerGroupHeartbeatRequest(Request[ConsumerGroupHeartbeatResponse]):
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None  # nullable v0+
+    rack_id: str | None  # nullable v0+
+    rebalance_timeout_ms: int
+    subscribed_topic_names: list[str] | None  # nullable v0+
+    subscribed_topic_regex: str | None  # v1+, nullable v1+
+    server_assignor: str | None  # nullable v0+
+    topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None  # nullable v0+
     def __init__(
         self,
-        group_ids: list[str] = ...,
-        include_authorized_operations: bool = False,
+        group_id: str = "",
+        member_id: str = "",
+        member_epoch: int = 0,
+        instance_id: str | None = None,
+        rack_id: str | None = None,
+        rebalance_timeout_ms: int = -1,
+        subscribed_topic_names: list[str] | None = None,
+        subscribed_topic_regex: str | None = None,
+        server_assignor: str | None = None,
+        topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None = None,
     ) -> None: ...
+
+    class TopicPartitions(Data):
+        topic_id: UUID
+        partitions: list[int]
+        def __init__(
+            self,
+            topic_id: UUID = ...,
+            partitions: list[int] = ...,
+        ) -> None: ...
 
 class ConsumerGroupDescribeResponse(Data):
     throttle_time_ms: int
@@ -2159,3 +2156,12 @@ class ConsumerGroupDescribeResponse(Data):
             topic_name: str = "",
             partitions: list[int] = ...,
         ) -> None: ...
+
+class ConsumerGroupDescribeRequest(Request[ConsumerGroupDescribeResponse]):
+    group_ids: list[str]
+    include_authorized_operations: bool
+    def __init__(
+        self,
+        group_ids: list[str] = ...,
+        include_authorized_operations: bool = False,
+    ) -> None: ...

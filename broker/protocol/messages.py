@@ -6,6 +6,13 @@ response frame (with the size prefix, as ``encode_response`` returns it)::
     request  => RequestHeader (v0/v1/v2)  body (the API's request, in header.api_version)
     response => size:INT32  ResponseHeader (v0/v1)  body (the API's response)
 
+Client side, ``decode_response_to`` types the body as the request's
+response class (the stub's ``Request[...]``)::
+
+    request = MetadataRequest(topics=None)
+    frame = encode_request(version, correlation_id, "client", request)
+    correlation_id, response = decode_response_to(request, version, answer)  # MetadataResponse
+
 Server side::
 
     header = parse_request_header(frame)                  # header.py
@@ -23,7 +30,7 @@ compiled on first use; :func:`compile_all` compiles every one up front
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeVar, cast
 
 from broker.protocol.api_keys import API_KEYS
 from broker.protocol.data import Data
@@ -38,6 +45,11 @@ from broker.protocol.header import (
 from broker.protocol.primitives import DecodeError, EncodeError
 from broker.records.buffers import ReadableBuffer
 
+if TYPE_CHECKING:
+    # the stub-only base linking a request class to its response
+    from broker.protocol.message_classes import Request
+
+_R = TypeVar("_R", bound=Data)
 _INT32 = struct.Struct(">i")
 _SIZE_PREFIX = struct.Struct(">i").pack_into
 
@@ -163,6 +175,20 @@ def decode_response(api_key: int, api_version: int, frame: ReadableBuffer) -> tu
         frame, response_header_version(api_key, api_version)
     )
     return correlation_id, _RESPONSES[api_key].decoder(api_version)(frame, pos)[0]
+
+
+def decode_response_to(
+    request: Request[_R], api_version: int, frame: ReadableBuffer
+) -> tuple[int, _R]:
+    """``(correlation_id, body)`` of the frame answering ``request``, the body typed as the
+    request's response class (``MetadataRequest`` -> ``MetadataResponse``).
+
+    The stub links each request class to its response (``Request[...]``); at run
+    time the codec tables do, so this is the one place the decoded ``Data``
+    becomes that class (``test_stubs`` checks the two pairings agree).
+    """
+    correlation_id, body = decode_response(codec_for(request).spec.api_key, api_version, frame)
+    return correlation_id, cast("_R", body)
 
 
 def compile_all() -> int:

@@ -24,6 +24,19 @@ A field's type follows what the codec takes and gives (``gen_decode.py``,
 the schema's default, as the generated ``__init__`` does. Nested classes are
 attributes of the message class only (``ProduceResponse.PartitionProduceResponse``),
 as at run time.
+
+A request class derives from ``Request[its response class]``, so a client's
+``call(request, version)`` can say what comes back::
+
+    class Request(Data, Generic[_R_co]): ...        # in the stub only
+    class MetadataResponse(Data): ...
+    class MetadataRequest(Request[MetadataResponse]): ...
+
+``Request`` exists for mypy only: at run time every message class derives
+from ``Data`` directly (import it from ``broker.protocol.message_classes``
+under ``TYPE_CHECKING``), and
+``messages.decode_response_to`` is where a decoded body becomes the
+request's response class.
 """
 
 from __future__ import annotations
@@ -48,9 +61,15 @@ when this file and the schemas disagree.
 """
 
 from collections.abc import Sized
+from typing import Generic, TypeVar
 from uuid import UUID
 
 from broker.protocol.data import Data
+
+_R_co = TypeVar("_R_co", bound=Data, covariant=True)
+
+class Request(Data, Generic[_R_co]):
+    """A request whose response is an ``_R_co``: for mypy only, absent at run time."""
 '''
 
 _PRIMITIVES = {
@@ -68,30 +87,32 @@ _PRIMITIVES = {
 _LINE_LENGTH = 100
 
 
-def specs() -> list[MessageSpec]:
-    """Every message the codec serves, requests before responses, in API-key order."""
-    return [spec for pair in API_MESSAGES for spec in pair]
+def render(pairs: Sequence[tuple[MessageSpec, MessageSpec]] = API_MESSAGES) -> str:
+    """The text of the stub for ``(request, response)`` pairs.
 
-
-def render(messages: Sequence[MessageSpec]) -> str:
-    """The text of the stub for ``messages``."""
+    Each response comes before its request: mypy does not resolve a nested class
+    (``ProduceRequest.TopicProduceData``) of a class whose base names a class
+    defined further down.
+    """
     parts = [_HEADER]
-    parts.extend("\n" + "\n".join(_message_lines(spec)) + "\n" for spec in messages)
+    for request, response in pairs:
+        parts.append("\n" + "\n".join(_message_lines(response, "Data")) + "\n")
+        parts.append("\n" + "\n".join(_message_lines(request, f"Request[{response.name}]")) + "\n")
     return "".join(parts)
 
 
-def _message_lines(spec: MessageSpec) -> list[str]:
+def _message_lines(spec: MessageSpec, base: str) -> list[str]:
     # a struct used by two fields is one class (``struct_specs`` lists it twice)
     structs = {s.name: s for s in struct_specs(spec.struct)}
-    lines = _class_lines(spec, spec.struct, indent="")
+    lines = _class_lines(spec, spec.struct, indent="", base=base)
     for nested in list(structs.values())[1:]:
         lines.append("")
         lines.extend(_class_lines(spec, nested, indent="    "))
     return lines
 
 
-def _class_lines(spec: MessageSpec, s: StructSpec, indent: str) -> list[str]:
-    lines = [f"{indent}class {s.name}(Data):"]
+def _class_lines(spec: MessageSpec, s: StructSpec, indent: str, base: str = "Data") -> list[str]:
+    lines = [f"{indent}class {s.name}({base}):"]
     body = indent + "    "
     lines.extend(
         _with_comment(f"{body}{f.name}: {_type(spec, f)}", _versions_note(f)) for f in s.fields
@@ -162,7 +183,7 @@ def _with_comment(line: str, note: str) -> str:
 
 def check(path: Path = STUB_PATH) -> list[str]:
     """The differences between ``path`` and the stub the schemas give (empty: up to date)."""
-    expected = render(specs())
+    expected = render()
     actual = path.read_text(encoding="utf-8") if path.exists() else ""
     if actual == expected:
         return []
@@ -194,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{args.path} is stale: run python -m broker.protocol.stubs", file=sys.stderr)
             return 1
         return 0
-    args.path.write_text(render(specs()), encoding="utf-8")
+    args.path.write_text(render(), encoding="utf-8")
     return 0
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from broker.admin import consumer_groups
 from broker.admin.client import AdminClientError, AdminConnection, BrokerRefused
-from broker.admin.groups import GroupAdmin
+from broker.admin.groups import GroupAdmin, owned_partitions
 from broker.errors import ErrorCode
 from broker.records.builder import build_v2_batch
 from broker.records.record import SimpleRecord
@@ -224,3 +224,17 @@ def test_a_broker_without_consumer_group_describe_gets_describe_groups(
     del conn.versions[69]
     assert admin.describe_group("old").state == "Empty"
     assert ("ConsumerGroupDescribeRequest", 1) not in conn.calls  # type: ignore[attr-defined]
+
+
+def test_owned_partitions_of_a_member_with_and_without_an_assignment() -> None:
+    from broker.protocol.messages import ConsumerGroupDescribeResponse as Described
+
+    assignment = Described.Assignment(
+        topic_partitions=[
+            Described.TopicPartitions(topic_name="a", partitions=[2, 0]),
+            Described.TopicPartitions(topic_name="b", partitions=[1]),
+        ]
+    )
+    assert owned_partitions(assignment) == [("a", 2), ("a", 0), ("b", 1)]
+    # a Member built without one (its default), not a decoded one: no partitions, no crash
+    assert owned_partitions(Described.Member().assignment) == []

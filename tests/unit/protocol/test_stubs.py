@@ -5,15 +5,31 @@ from __future__ import annotations
 import ast
 import inspect
 
-from broker.protocol import messages, stubs
+import pytest
+
+from broker.protocol import API_KEYS, DecodeError, encode, messages, stubs
 from broker.protocol.data import Data
-from broker.protocol.messages import CODECS
+from broker.protocol.header import encode_response_header
+from broker.protocol.messages import (
+    CODECS,
+    MetadataRequest,
+    MetadataResponse,
+    decode_response_to,
+)
 from broker.protocol.schema import field, message
 
 
+def _stub_tree() -> list[ast.stmt]:
+    return ast.parse(stubs.STUB_PATH.read_text(encoding="utf-8")).body
+
+
 def _stub_classes() -> dict[str, ast.ClassDef]:
-    tree = ast.parse(stubs.STUB_PATH.read_text(encoding="utf-8"))
-    return {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    """The message classes of the stub (not its type-only ``Request`` base)."""
+    return {
+        node.name: node
+        for node in _stub_tree()
+        if isinstance(node, ast.ClassDef) and node.name != "Request"
+    }
 
 
 def _declared(cls: ast.ClassDef) -> tuple[list[str], list[str], dict[str, ast.ClassDef]]:
@@ -36,7 +52,7 @@ def test_committed_stub_matches_the_schemas():
 
 def test_check_fails_on_a_stale_stub(tmp_path, capsys):
     stale = tmp_path / "message_classes.pyi"
-    stale.write_text(stubs.render(stubs.specs()).replace("base_offset: int", "base_offset: str"))
+    stale.write_text(stubs.render().replace("base_offset: int", "base_offset: str"))
     assert stubs.main(["--check", "--path", str(stale)]) == 1
     assert "base_offset: str" in capsys.readouterr().out
     assert stubs.main(["--path", str(stale)]) == 0
@@ -48,6 +64,39 @@ def test_stub_names_every_runtime_message_class():
     assert set(declared) == set(CODECS)
     for name, codec in CODECS.items():
         assert getattr(messages, name) is codec.cls
+
+
+def test_each_request_class_names_its_response_class():
+    declared = _stub_classes()
+    bases = {name: ast.unparse(node.bases[0]) for name, node in declared.items()}
+    assert all(len(node.bases) == 1 for node in declared.values())
+    for api in API_KEYS.values():
+        # the pairing decode_response_to relies on: the stub's and the codec tables' agree
+        assert bases[api.request.name] == f"Request[{api.response.name}]"
+        assert bases[api.response.name] == "Data"
+    order = list(declared)
+    for api in API_KEYS.values():
+        # mypy needs the base defined above the class (see stubs.render)
+        assert order.index(api.response.name) < order.index(api.request.name)
+
+
+def test_request_base_is_for_the_type_checker_only():
+    (base,) = [n for n in _stub_tree() if isinstance(n, ast.ClassDef) and n.name == "Request"]
+    assert [ast.unparse(b) for b in base.bases] == ["Data", "Generic[_R_co]"]
+    assert not hasattr(messages, "Request")
+    assert MetadataRequest.__mro__ == (MetadataRequest, Data, object)
+
+
+def test_decode_response_to_gives_the_requests_response_class():
+    response = MetadataResponse(throttle_time_ms=7, cluster_id="c")
+    body = encode(response, 12).to_bytes()
+    frame = encode_response_header(3, 1) + body
+    correlation_id, decoded = decode_response_to(MetadataRequest(), 12, frame)
+    assert correlation_id == 3
+    assert type(decoded) is MetadataResponse
+    assert decoded == response
+    with pytest.raises(DecodeError):
+        decode_response_to(MetadataRequest(), 12, frame[: len(frame) // 2])
 
 
 def test_stub_fields_and_nested_classes_are_the_runtime_ones():
@@ -80,16 +129,6 @@ def test_field_types_follow_the_codec():
             field("blob", "bytes"),
         ],
     )
-    text = stubs.render([spec])
-    assert "    count: int  #" not in text  # no note for a field in every version
-    assert "    count: int\n" in text
-    assert "    name: str | None  # v1+, nullable v1+\n" in text
-    assert "    data: Sized | None  # nullable v0+\n" in text
-    assert "    ids: list[UUID]\n" in text
-    assert "        count: int = -1,\n" in text
-    assert "        name: str | None = None,\n" in text
-    assert "        ids: list[UUID] = ...,\n" in text
-    assert "        blob: bytes = ...,\n" in text
     request = message(
         "ExampleRequest",
         api_key=0,
@@ -99,4 +138,17 @@ def test_field_types_follow_the_codec():
             field("data", "records", nullable="0+"),
         ],
     )
-    assert "    data: memoryview | None  # nullable v0+\n" in stubs.render([request])
+    text = stubs.render([(request, spec)])
+    assert "class ExampleResponse(Data):\n" in text
+    assert "class ExampleRequest(Request[ExampleResponse]):\n" in text
+    assert text.index("class ExampleResponse") < text.index("class ExampleRequest")
+    assert "    count: int  #" not in text  # no note for a field in every version
+    assert "    count: int\n" in text
+    assert "    name: str | None  # v1+, nullable v1+\n" in text
+    assert "    data: Sized | None  # nullable v0+\n" in text
+    assert "    ids: list[UUID]\n" in text
+    assert "        count: int = -1,\n" in text
+    assert "        name: str | None = None,\n" in text
+    assert "        ids: list[UUID] = ...,\n" in text
+    assert "        blob: bytes = ...,\n" in text
+    assert "    data: memoryview | None  # nullable v0+\n" in text
