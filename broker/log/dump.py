@@ -583,6 +583,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             continue
         try:
             dumper.dump(name)
+        except BrokenPipeError:
+            raise  # the reader of the output went away: broker.cli ends quietly
         except (OSError, KafkaError, ValueError) as exc:
             print(f"Error dumping {name}: {exc}", file=dumper.err)
             status = 1
