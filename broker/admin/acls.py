@@ -108,7 +108,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--consumer", action="store_true", help="the consumer role's ACLs")
     parser.add_argument("--idempotent", action="store_true", help="--producer: IdempotentWrite")
     parser.add_argument("--force", action="store_true", help="do not ask before removing")
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
 
 
 # ---- what the options mean ----------------------------------------------------------------

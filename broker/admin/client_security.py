@@ -155,21 +155,18 @@ class UsageError(Exception):
 
 
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--bootstrap-server`` and ``--command-config``, shared by the admin tools."""
+    """``--bootstrap-server``, ``--command-config`` and ``--timeout``, shared by the
+    admin tools."""
     parser.add_argument(
         "--bootstrap-server", required=True, metavar="HOST:PORT", help="the broker to talk to"
     )
-    add_command_config_argument(parser)
-
-
-def add_command_config_argument(parser: argparse.ArgumentParser) -> None:
-    """``--command-config``, shared by the admin tools."""
     parser.add_argument(
         "--command-config",
         metavar="FILE",
         help="client properties for a secured listener: security.protocol, ssl.truststore.*,"
         " ssl.keystore.*, sasl.mechanism, sasl.jaas.config",
     )
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
 
 
 def command_security(args: argparse.Namespace) -> ClientSecurity:

@@ -82,7 +82,6 @@ class ConfigCommandError(Exception):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_connection_arguments(parser)
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     parser.add_argument("--describe", action="store_true", help="List configs for the entity.")
     parser.add_argument("--alter", action="store_true", help="Alter the config of the entity.")
     parser.add_argument(

@@ -32,18 +32,14 @@ from typing import TextIO
 from broker.admin.client import AdminClientError, BrokerRefused, error_name
 from broker.admin.client_security import (
     ClientSecurityError,
-    add_command_config_argument,
+    add_connection_arguments,
     command_security,
 )
 from broker.admin.groups import EARLIEST, LATEST, GroupAdmin
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--bootstrap-server", required=True, help="REQUIRED: the broker to connect to, host:port."
-    )
-    add_command_config_argument(parser)
-    parser.add_argument("--timeout", type=float, default=30.0, help="Seconds per request.")
+    add_connection_arguments(parser)
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = sub.add_parser("list", help="List all consumer groups.")
     listing.add_argument(

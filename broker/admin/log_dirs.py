@@ -54,7 +54,6 @@ class LogDirsError(Exception):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_connection_arguments(parser)
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     parser.add_argument(
         "--describe", action="store_true", help="Describe the log directories of the brokers."
     )

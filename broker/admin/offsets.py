@@ -64,7 +64,6 @@ class OffsetsError(Exception):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_connection_arguments(parser)
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     parser.add_argument(
         "--topic",
         help="The topic to get the offsets for; a regular expression. Default: every topic.",

@@ -71,7 +71,6 @@ _CREDENTIAL = re.compile(r"(?:iterations=(-?[0-9]*),)?password=(.*)", re.S)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_connection_arguments(parser)
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = sub.add_parser("list", help="users and their mechanisms and iterations")
     listing.add_argument("--user", action="append", default=[], help="only these (repeatable)")

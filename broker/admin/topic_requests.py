@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import base64
 import uuid
-from typing import NamedTuple
+from collections.abc import Iterable
+from typing import NamedTuple, Protocol
 
 from broker.admin.client import AdminConnection, BrokerRefused, error_name
 from broker.errors import ErrorCode
@@ -62,6 +63,20 @@ def kafka_uuid(value: uuid.UUID) -> str:
 
 def refused(code: int, message: str | None) -> BrokerRefused:
     return BrokerRefused(message or error_name(code), code)
+
+
+class _Result(Protocol):
+    @property
+    def error_code(self) -> int: ...
+    @property
+    def error_message(self) -> str | None: ...
+
+
+def check_results(results: Iterable[_Result]) -> None:
+    """BrokerRefused for the first result (topic, partition set, resource) that failed."""
+    for r in results:
+        if r.error_code != ErrorCode.NONE:
+            raise refused(r.error_code, r.error_message)
 
 
 class PartitionInfo(NamedTuple):
@@ -147,9 +162,7 @@ class TopicAdmin:
         conn = self.conn
         request = CreateTopicsRequest(topics=[topic], timeout_ms=TIMEOUT_MS, validate_only=False)
         resp = conn.call(request, conn.version_for(CREATE_TOPICS, highest=7))
-        for r in resp.topics:
-            if r.error_code != ErrorCode.NONE:
-                raise refused(r.error_code, r.error_message)
+        check_results(resp.topics)
 
     def create_partitions(self, counts: dict[str, int]) -> None:
         request = CreatePartitionsRequest(
@@ -162,9 +175,7 @@ class TopicAdmin:
         )
         conn = self.conn
         resp = conn.call(request, conn.version_for(CREATE_PARTITIONS, highest=3))
-        for r in resp.results:
-            if r.error_code != ErrorCode.NONE:
-                raise refused(r.error_code, r.error_message)
+        check_results(resp.results)
 
     def delete_topics(self, names: list[str]) -> None:
         conn = self.conn
@@ -179,9 +190,7 @@ class TopicAdmin:
         else:
             request = DeleteTopicsRequest(topic_names=list(names), timeout_ms=TIMEOUT_MS)
         resp = conn.call(request, version)
-        for r in resp.responses:
-            if r.error_code != ErrorCode.NONE:
-                raise refused(r.error_code, r.error_message)
+        check_results(resp.responses)
 
     # ---- configs ---------------------------------------------------------------------------
 
@@ -203,12 +212,8 @@ class TopicAdmin:
         )
         conn = self.conn
         resp = conn.call(request, conn.version_for(DESCRIBE_CONFIGS, lowest=1, highest=4))
-        out = {}
-        for r in resp.results:
-            if r.error_code != ErrorCode.NONE:
-                raise refused(r.error_code, r.error_message)
-            out[r.resource_name] = list(r.configs)
-        return out
+        check_results(resp.results)
+        return {r.resource_name: list(r.configs) for r in resp.results}
 
     def alter_configs(self, topic: str, sets: dict[str, str], deletes: list[str]) -> None:
         ops = IncrementalAlterConfigsRequest.AlterableConfig
@@ -224,9 +229,7 @@ class TopicAdmin:
         )
         conn = self.conn
         resp = conn.call(request, conn.version_for(INCREMENTAL_ALTER_CONFIGS, highest=1))
-        for r in resp.responses:
-            if r.error_code != ErrorCode.NONE:
-                raise refused(r.error_code, r.error_message)
+        check_results(resp.responses)
 
     # ---- offsets and log dirs --------------------------------------------------------------
 

@@ -102,7 +102,6 @@ class OptionError(Exception):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_connection_arguments(parser)
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     actions = parser.add_argument_group("actions (exactly one)")
     actions.add_argument("--create", action="store_true", help="Create a new topic.")
     actions.add_argument("--list", action="store_true", help="List all available topics.")

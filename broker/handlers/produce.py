@@ -323,9 +323,8 @@ class ProduceHandler(RequestHandler[ProduceRequest]):
                                 _Queued(responses, len(responses), partition, records.nbytes,
                                         tmeters, got)
                             )  # fmt: skip
-                            responses.append(
-                                _PENDING
-                            )  # replaced by its response once the append is done
+                            # replaced by its response once the append is done
+                            responses.append(_PENDING)
                             continue
                         resp = got
                 any_error = any_error or resp.error_code != ErrorCode.NONE
