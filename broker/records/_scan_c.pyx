@@ -19,6 +19,7 @@ each function does; this file only says how it is made fast:
 from crc32c import crc32c as _crc32c
 
 from broker.errors import CorruptRecordError, InvalidRecordError
+from broker.records._scan_py import BatchRejected
 
 from libc.stdint cimport INT64_MAX, int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
@@ -48,6 +49,13 @@ DEF FAIL_BASE_OFFSET = 3
 DEF FAIL_TOO_LARGE = 4
 DEF FAIL_CRC = 5
 DEF FAIL_CODEC = 6
+
+DEF CHECK_NONE = 0
+DEF CHECK_OFFSET_RANGE = 1
+DEF CHECK_COUNT = 2
+DEF CHECK_COUNT_MISMATCH = 3
+DEF CHECK_CONTROL = 4
+DEF CHECK_SEQUENCE = 5
 
 # varint status codes
 DEF V_OK = 0
@@ -1063,13 +1071,40 @@ cdef object _walk_v2(_Release mode, const uint8_t[::1] buf, Py_ssize_t pos, Py_s
         errors = []
     return max_ts, min_ts, consecutive, canonical, errors, _counts_tuple(counts)
 
+cdef inline int _check_client_batch(int64_t base_offset, int32_t last_offset_delta,
+                                    int32_t records_count, int32_t attributes,
+                                    int64_t producer_id, int32_t base_sequence) noexcept nogil:
+    cdef int64_t count_from_offsets = _j64_add(
+        _j64_sub(_j64_add(base_offset, last_offset_delta), base_offset), 1)
+    if count_from_offsets <= 0:
+        return CHECK_OFFSET_RANGE
+    if records_count <= 0:
+        return CHECK_COUNT
+    if count_from_offsets != records_count:
+        return CHECK_COUNT_MISMATCH
+    if attributes & 0x20:
+        return CHECK_CONTROL
+    if producer_id != -1 and base_sequence < 0:
+        return CHECK_SEQUENCE
+    return CHECK_NONE
+
+
+def check_client_batch(int64_t base_offset, int32_t last_offset_delta, int32_t records_count,
+                       int32_t attributes, int64_t producer_id, int32_t base_sequence):
+    return _check_client_batch(base_offset, last_offset_delta, records_count, attributes,
+                               producer_id, base_sequence)
+
+
 def assign_in_place_v2(uint8_t[::1] buf, int64_t next_offset, int32_t partition_leader_epoch,
                        int64_t now, int64_t before_max, int64_t after_max, bint compacted,
-                       bint log_append_time, Py_ssize_t error_limit):
-    cdef uint8_t* b = &buf[0]
+                       bint log_append_time, bint client_origin, Py_ssize_t error_limit):
     cdef Py_ssize_t size = buf.shape[0]
     if size < 61:
-        return None
+        raise ValueError("the buffer does not hold a whole v2 batch")
+    cdef uint8_t* b = &buf[0]
+    cdef int64_t end = <int64_t>_i32(b + 8) + 12
+    if end < 61 or end > size:
+        raise ValueError("the buffer does not hold a whole v2 batch")
     cdef int64_t base_offset = _i64(b)
     cdef int32_t attributes = <int16_t>((<uint32_t>b[21] << 8) | b[22])
     cdef int32_t last_offset_delta = _i32(b + 23)
@@ -1079,24 +1114,24 @@ def assign_in_place_v2(uint8_t[::1] buf, int64_t next_offset, int32_t partition_
     cdef int32_t producer_epoch = <int16_t>((<uint32_t>b[51] << 8) | b[52])
     cdef int32_t base_sequence = _i32(b + 53)
     cdef int32_t count = _i32(b + 57)
-    cdef int64_t count_from_offsets = _j64_add(
-        _j64_sub(_j64_add(base_offset, last_offset_delta), base_offset), 1)
-    if count_from_offsets <= 0 or count <= 0 or count_from_offsets != count:
-        return None
-    if attributes & 0x20 or (producer_id != -1 and base_sequence < 0):
-        return None
+    cdef int failed
+    if client_origin:
+        failed = _check_client_batch(base_offset, last_offset_delta, count, attributes,
+                                     producer_id, base_sequence)
+        if failed:
+            raise BatchRejected(failed, None, None)
     cdef bint lat_batch = (attributes & 0x08) != 0
     cdef tuple walked
-    if size - 61 >= NOGIL_MIN_BYTES:
-        walked = _walk_v2(<int32_t>0, buf, 61, size, count, base_offset, base_timestamp,
+    if end - 61 >= NOGIL_MIN_BYTES:
+        walked = _walk_v2(<int32_t>0, buf, 61, end, count, base_offset, base_timestamp,
                           lat_batch, batch_max_timestamp, now, before_max, after_max,
                           not log_append_time, compacted, False, error_limit)
     else:
-        walked = _walk_v2(<int64_t>0, buf, 61, size, count, base_offset, base_timestamp,
+        walked = _walk_v2(<int64_t>0, buf, 61, end, count, base_offset, base_timestamp,
                           lat_batch, batch_max_timestamp, now, before_max, after_max,
                           not log_append_time, compacted, False, error_limit)
     if walked[5] is not None:
-        return None
+        raise BatchRejected(CHECK_NONE, walked[4], walked[5])
     cdef int64_t max_ts = walked[0]
     cdef int64_t last_offset = next_offset + count - 1
     _put_i64(b, last_offset - last_offset_delta)
@@ -1111,7 +1146,7 @@ def assign_in_place_v2(uint8_t[::1] buf, int64_t next_offset, int32_t partition_
         b[22] = new_attributes & 0xFF
         _put_i64(b + 35, new_max)
         with memoryview(buf) as mv:
-            crc = _crc32c(mv[21:size])
+            crc = _crc32c(mv[21:end])
         _put_i32(b + 17, <int32_t>crc)
         attributes = new_attributes
         batch_max_timestamp = new_max

@@ -17,8 +17,10 @@ The functions and what they own
 ``walk_v2``          one v2 batch's records (``DefaultRecord.readFrom`` rules)
                      with the validator's per-record checks; aggregates only.
 ``assign_in_place_v2`` the whole in-place validation of one uncompressed v2
-                     batch from a client, when nothing fails (the produce
-                     hot path); None, nothing changed, otherwise.
+                     batch (``LogValidator.assignOffsetsNonCompressed``):
+                     checks, walk, header; ``BatchRejected``, nothing
+                     changed, when a check or a record fails.
+``check_client_batch`` ``validateBatch``'s checks of a client's v2 batch header.
 ``walk_legacy``      legacy entries (an uncompressed message set, or the inner
                      entries of a decompressed wrapper) with the validator's
                      checks; optionally encodes them as v2 records into ``out``.
@@ -70,6 +72,15 @@ FAIL_BASE_OFFSET = 3  # client v2 base offset != 0   -> InvalidRecordError
 FAIL_TOO_LARGE = 4  # entry > max.message.bytes      -> RecordTooLargeError
 FAIL_CRC = 5  # isValid false                        -> CorruptRecordError
 FAIL_CODEC = 6  # codec id 5..7                      -> InvalidRecordError (deviation)
+
+# validateBatch's checks of a client's v2 batch (2-6 of validator/checks.py's
+# table), in Kafka's order; check_client_batch returns the first that fails
+CHECK_NONE = 0
+CHECK_OFFSET_RANGE = 1  # lastOffset - baseOffset + 1 <= 0
+CHECK_COUNT = 2  # records count <= 0
+CHECK_COUNT_MISMATCH = 3  # records count != lastOffset - baseOffset + 1
+CHECK_CONTROL = 4  # a control batch
+CHECK_SEQUENCE = 5  # a producer id with a negative base sequence
 
 _M64 = 0xFFFFFFFFFFFFFFFF
 _LONG_MIN = -(2**63)
@@ -464,6 +475,49 @@ def _counts(counts: list[int] | None) -> tuple[int, ...] | None:
     return None if counts is None else tuple(counts)
 
 
+def check_client_batch(  # noqa: PLR0917
+    base_offset: int,
+    last_offset_delta: int,
+    records_count: int,
+    attributes: int,
+    producer_id: int,
+    base_sequence: int,
+) -> int:
+    """``LogValidator.validateBatch``'s checks of a v2 batch from a client,
+    on its header fields: ``CHECK_NONE`` or the CHECK_* code of the first
+    that fails (``validator/checks.py`` gives each its error and meter)."""
+    count_from_offsets = _j64(_j64(base_offset + last_offset_delta) - base_offset + 1)
+    if count_from_offsets <= 0:
+        return CHECK_OFFSET_RANGE
+    if records_count <= 0:
+        return CHECK_COUNT
+    if count_from_offsets != records_count:
+        return CHECK_COUNT_MISMATCH
+    if attributes & batch.CONTROL_FLAG_MASK:
+        return CHECK_CONTROL
+    if producer_id != batch.NO_PRODUCER_ID and base_sequence < 0:
+        return CHECK_SEQUENCE
+    return CHECK_NONE
+
+
+class BatchRejected(Exception):
+    """:func:`assign_in_place_v2`'s verdict on a batch that failed the
+    validator's checks; the batch is left unchanged. ``check`` is the failed
+    client-batch check (CHECK_*), or ``CHECK_NONE`` when records failed:
+    ``errors`` and ``error_counts`` are then :func:`walk_v2`'s."""
+
+    def __init__(
+        self,
+        check: int,
+        errors: list[tuple[int, int, int, int, int]] | None,
+        error_counts: tuple[int, ...] | None,
+    ) -> None:
+        super().__init__(check, errors, error_counts)
+        self.check = check
+        self.errors = errors
+        self.error_counts = error_counts
+
+
 def assign_in_place_v2(  # noqa: PLR0917
     buf: WritableBuffer,
     next_offset: int,
@@ -473,47 +527,62 @@ def assign_in_place_v2(  # noqa: PLR0917
     after_max: int,
     compacted: bool,
     log_append_time: bool,
+    client_origin: bool,
     error_limit: int,
-) -> tuple[int, int, int, int, int, int, int, int] | None:
-    """The produce hot path's validation of ``buf``, exactly one uncompressed
-    v2 batch from a client going to an uncompressed v2 log, in one call: the
-    validator's ``validateBatch`` checks for a client batch
-    (``validator/checks.py`` ``check_v2_batch``), the record walk
-    (:func:`walk_v2`), then offsets, leader epoch and max timestamp set in
-    place with ``records/batch.py``'s setters (the steps of
-    ``validator/in_place.py`` ``_v2_non_compressed``).
+) -> tuple[int, int, int, int, int, int, int, int]:
+    """``LogValidator.assignOffsetsNonCompressed`` for the v2 batch at the
+    start of ``buf`` (uncompressed, going to an uncompressed v2 log): the
+    rules of the validator's in-place v2 path, all of them, for every caller.
 
-    All or nothing: when a check or a record fails it returns None and
-    changes nothing, and the caller runs the general path, which raises or
-    lists exactly what failed (so the messages and metrics of failures live
-    in one place). A structural error of the records raises what
-    :func:`walk_v2` raises, as the general path would at the same point.
+    1. ``validateBatch``: a client's batch (``client_origin``) passes
+       :func:`check_client_batch` (the other checks of ``validateBatch`` hold
+       for one batch already at magic 2);
+    2. ``validateRecord`` for every record (:func:`walk_v2`: structure, key
+       on a compacted topic, ``validateTimestamp``), then
+       ``processRecordErrors``: any failed record rejects the batch;
+    3. the header, in place: base offset so that the last offset is
+       ``next_offset + records_count - 1``, the partition leader epoch, and
+       ``setMaxTimestamp`` (LogAppendTime topic: type LogAppendTime, now;
+       else type CreateTime, the records' max timestamp), which rewrites the
+       attributes and the CRC only when the type or value changes;
+    4. the result's max timestamp and its shallow offset (KAFKA-16310: the
+       last offset, -1 without a timestamp; now and the last offset on a
+       LogAppendTime topic).
+
+    A failed check or record raises :class:`BatchRejected` and changes
+    nothing (``validator/checks.py`` ``report_rejected_v2`` turns it into
+    Kafka's error, messages and meters); a structural error of the records
+    raises what :func:`walk_v2` raises. ``buf`` must hold the whole batch
+    (the framing of ``analyzeAndValidateRecords`` made sure), else ValueError.
 
     Returns ``(records_count, max_timestamp, shallow_offset_of_max_timestamp,
     attributes, batch_max_timestamp, producer_id, producer_epoch,
     base_sequence)``: the validation's figures, then the patched header's
-    fields a ``BatchInfo`` needs (the last offset is ``next_offset +
-    records_count - 1``).
+    fields a ``BatchInfo`` needs.
     """
     size = len(memoryview(buf))
     if size < batch.RECORDS_OFFSET:
-        return None
+        raise ValueError("the buffer does not hold a whole v2 batch")
     h = batch.read_header(buf, 0)
+    end = h.size_in_bytes
+    if end < batch.RECORDS_OFFSET or end > size:
+        raise ValueError("the buffer does not hold a whole v2 batch")
     count = h.records_count
-    # validateBatch for a client's batch: every check passes, or the general path reports it
-    count_from_offsets = _j64(_j64(h.base_offset + h.last_offset_delta) - h.base_offset + 1)
-    if count_from_offsets <= 0 or count <= 0 or count_from_offsets != count:
-        return None
-    if h.is_control_batch or (h.producer_id != batch.NO_PRODUCER_ID and h.base_sequence < 0):
-        return None
+    if client_origin:
+        failed = check_client_batch(
+            h.base_offset, h.last_offset_delta, count, h.attributes, h.producer_id,
+            h.base_sequence,
+        )  # fmt: skip
+        if failed:
+            raise BatchRejected(failed, None, None)
     lat_batch = h.timestamp_type is batch.TimestampType.LOG_APPEND_TIME
-    max_ts, _min, _consecutive, _canonical, _errors, counts = walk_v2(
-        buf, batch.RECORDS_OFFSET, size, count, h.base_offset, h.base_timestamp,
-        lat_batch, h.max_timestamp, now, before_max, after_max, not log_append_time, compacted,
-        False, error_limit,
+    max_ts, _min, _consecutive, _canonical, errors, counts = walk_v2(
+        buf, batch.RECORDS_OFFSET, end, count, h.base_offset, h.base_timestamp, lat_batch,
+        h.max_timestamp, now, before_max, after_max, not log_append_time, compacted, False,
+        error_limit,
     )  # fmt: skip
     if counts is not None:
-        return None
+        raise BatchRejected(CHECK_NONE, errors, counts)
     last_offset = next_offset + count - 1
     batch.set_last_offset(buf, 0, last_offset)
     batch.set_partition_leader_epoch(buf, 0, partition_leader_epoch)

@@ -8,7 +8,8 @@ when it was built and ``BROKER_NO_EXTENSIONS`` is not set to a true value
 the test-suite guard read it.
 
 Callers use the names re-exported here (``scan.walk_v2`` ...) or ``scan.impl``;
-the error and failure codes (``ERR_*``, ``FAIL_*``) are the reference's.
+the error, failure and check codes (``ERR_*``, ``FAIL_*``, ``CHECK_*``) and
+``BatchRejected`` are the reference's.
 
 The twins' functions (same positional signatures in both; what each does is
 documented in ``_scan_py.py``)::
@@ -26,11 +27,14 @@ documented in ``_scan_py.py``)::
             compacted, want_canonical, error_limit)
         -> (max_timestamp, min_timestamp, offsets_consecutive, canonical, errors,
             error_counts)
+    check_client_batch(base_offset, last_offset_delta, records_count, attributes,
+                       producer_id, base_sequence) -> CHECK_* code
     assign_in_place_v2(buf, next_offset, partition_leader_epoch, now, before_max,
-                       after_max, compacted, log_append_time, error_limit)
+                       after_max, compacted, log_append_time, client_origin,
+                       error_limit)
         -> (records_count, max_timestamp, shallow_offset_of_max_timestamp,
             attributes, batch_max_timestamp, producer_id, producer_epoch,
-            base_sequence) or None
+            base_sequence); raises BatchRejected (nothing changed)
     walk_legacy(buf, pos, end, wrapper_magic, wrapper_offset, wrapper_timestamp,
                 wrapper_lat, now, before_max, after_max, create_time, compacted,
                 out, out_pos, error_limit)
@@ -57,6 +61,12 @@ from __future__ import annotations
 
 from broker.records import _scan_py, twins
 from broker.records._scan_py import (
+    CHECK_CONTROL,
+    CHECK_COUNT,
+    CHECK_COUNT_MISMATCH,
+    CHECK_NONE,
+    CHECK_OFFSET_RANGE,
+    CHECK_SEQUENCE,
     ERR_CORRUPT,
     ERR_MAGIC,
     ERR_NO_KEY,
@@ -70,9 +80,16 @@ from broker.records._scan_py import (
     FAIL_NONE,
     FAIL_SIZE,
     FAIL_TOO_LARGE,
+    BatchRejected,
 )
 
 __all__ = [
+    "CHECK_CONTROL",
+    "CHECK_COUNT",
+    "CHECK_COUNT_MISMATCH",
+    "CHECK_NONE",
+    "CHECK_OFFSET_RANGE",
+    "CHECK_SEQUENCE",
     "ERROR_KINDS",
     "ERR_CORRUPT",
     "ERR_MAGIC",
@@ -88,6 +105,7 @@ __all__ = [
     "FAIL_TOO_LARGE",
     "FALLBACK_REASON",
     "IMPLEMENTATION",
+    "BatchRejected",
     "impl",
 ]
 
@@ -101,6 +119,7 @@ new_buffer = impl.new_buffer
 copy_into = impl.copy_into
 scan_entries = impl.scan_entries
 walk_v2 = impl.walk_v2
+check_client_batch = impl.check_client_batch
 assign_in_place_v2 = impl.assign_in_place_v2
 walk_legacy = impl.walk_legacy
 reencode_v2 = impl.reencode_v2

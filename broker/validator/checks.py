@@ -3,7 +3,8 @@
 ``processRecordErrors``).
 
 Batch checks (``LogValidator.validateBatch``, in this order; the first
-failure raises, the partition fails without record_errors)::
+failure raises, the partition fails without record_errors; the conditions
+of 2-6 are ``scan.check_client_batch``, the errors and meters are here)::
 
     #  applies when        check                             error (code)       meter
     1  always              magic == first batch's magic      InvalidRecord (87) invalid magic
@@ -37,6 +38,7 @@ left out (Kafka lists every one; docs/deviations.md).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NoReturn
 
 from broker.errors import (
     CorruptRecordError,
@@ -46,6 +48,7 @@ from broker.errors import (
     RecordValidationError,
     UnsupportedForMessageFormatError,
 )
+from broker.records import batch as v2
 from broker.records import legacy, scan
 from broker.records._scan_py import _j64
 from broker.records.batch import MAGIC_V2, NO_PRODUCER_ID, RecordBatchHeader, TimestampType
@@ -75,41 +78,48 @@ def check_v2_batch(  # noqa: PLR0917
     tp: str,
     recorder: MetricsRecorder,
 ) -> None:
-    """``validateBatch`` for a v2 batch (checks 1-8)."""
+    """``validateBatch`` for a v2 batch (checks 1-8; 2-6 are
+    ``scan.check_client_batch``)."""
     check_batch_magic(first_magic, h.magic, tp, recorder)
     if origin is AppendOrigin.CLIENT:
-        last_offset = _j64(h.base_offset + h.last_offset_delta)
-        count_from_offsets = _j64(last_offset - h.base_offset + 1)
-        if count_from_offsets <= 0:
-            recorder.record_invalid_offset()
-            raise InvalidRecordError(
-                f"Batch has an invalid offset range: [{h.base_offset}, {last_offset}] "
-                f"in topic partition {tp}"
-            )
-        if h.records_count <= 0:
-            recorder.record_invalid_offset()
-            raise InvalidRecordError(
-                f"Invalid reported count for record batch: {h.records_count} "
-                f"in topic partition {tp}"
-            )
-        if count_from_offsets != h.records_count:
-            recorder.record_invalid_offset()
-            raise InvalidRecordError(
-                f"Inconsistent batch offset range [{h.base_offset}, {last_offset}] and count "
-                f"of records {h.records_count} in topic partition {tp}"
-            )
-        if h.is_control_batch:
-            recorder.record_invalid_offset()
-            raise InvalidRecordError(
-                f"Clients are not allowed to write control records in topic partition {tp}"
-            )
-        if h.producer_id != NO_PRODUCER_ID and h.base_sequence < 0:
-            recorder.record_invalid_sequence()
-            raise InvalidRecordError(
-                f"Invalid sequence number {h.base_sequence} in record batch with producerId "
-                f"{h.producer_id} in topic partition {tp}"
-            )
+        failed = scan.check_client_batch(
+            h.base_offset, h.last_offset_delta, h.records_count, h.attributes, h.producer_id,
+            h.base_sequence,
+        )  # fmt: skip
+        if failed:
+            raise_client_batch(failed, h, tp, recorder)
     check_producer_format(h.is_transactional, h.producer_id, to_magic)
+
+
+def raise_client_batch(
+    check: int, h: RecordBatchHeader, tp: str, recorder: MetricsRecorder
+) -> NoReturn:
+    """The meter and error of the failed check 2-6 (``scan.CHECK_*``) of batch ``h``."""
+    if check == scan.CHECK_SEQUENCE:
+        recorder.record_invalid_sequence()
+        raise InvalidRecordError(
+            f"Invalid sequence number {h.base_sequence} in record batch with producerId "
+            f"{h.producer_id} in topic partition {tp}"
+        )
+    recorder.record_invalid_offset()
+    last_offset = _j64(h.base_offset + h.last_offset_delta)
+    if check == scan.CHECK_OFFSET_RANGE:
+        raise InvalidRecordError(
+            f"Batch has an invalid offset range: [{h.base_offset}, {last_offset}] "
+            f"in topic partition {tp}"
+        )
+    if check == scan.CHECK_COUNT:
+        raise InvalidRecordError(
+            f"Invalid reported count for record batch: {h.records_count} in topic partition {tp}"
+        )
+    if check == scan.CHECK_COUNT_MISMATCH:
+        raise InvalidRecordError(
+            f"Inconsistent batch offset range [{h.base_offset}, {last_offset}] and count "
+            f"of records {h.records_count} in topic partition {tp}"
+        )
+    raise InvalidRecordError(  # CHECK_CONTROL
+        f"Clients are not allowed to write control records in topic partition {tp}"
+    )
 
 
 def check_producer_format(is_transactional: bool, producer_id: int, to_magic: int) -> None:
@@ -186,6 +196,19 @@ class RecordContext:
         return legacy.record_to_string(rec)
 
 
+def v2_record_context(buf: ReadableBuffer, h: RecordBatchHeader) -> RecordContext:
+    """The records of v2 batch ``h`` (raw or decompressed into ``buf``)."""
+    lat_batch = h.timestamp_type is TimestampType.LOG_APPEND_TIME
+    return RecordContext(
+        buf,
+        MAGIC_V2,
+        base_offset=h.base_offset,
+        base_timestamp=h.base_timestamp,
+        base_sequence=h.base_sequence,
+        lat_timestamp=h.max_timestamp if lat_batch else None,
+    )
+
+
 #: record errors listed per partition (KIP-467 ``record_errors``); every error is
 #: counted, and the partition's error message gives the total. Kafka lists one
 #: entry per failing record, so a 2 KB zstd batch of 4 M keyless records made
@@ -243,6 +266,28 @@ def record_errors(
             out.append(RecordError(index, message))
     any_timestamp = bool(counts[scan.ERR_TS_RANGE] or counts[scan.ERR_TS_TYPE])
     process_record_errors(out, any_timestamp, total=sum(counts))
+
+
+def report_rejected_v2(  # noqa: PLR0917
+    buf: ReadableBuffer,
+    rejected: scan.BatchRejected,
+    tp: str,
+    now: int,
+    before_max: int,
+    after_max: int,
+    recorder: MetricsRecorder,
+) -> NoReturn:
+    """Raise what Kafka raises for the v2 batch at the start of ``buf`` that
+    ``scan.assign_in_place_v2`` rejected (it left the batch unchanged): the
+    failed client-batch check's error, or the records' (``record_errors``)."""
+    h = v2.read_header(buf, 0)
+    if rejected.check != scan.CHECK_NONE:
+        raise_client_batch(rejected.check, h, tp, recorder)
+    record_errors(
+        rejected.errors, rejected.error_counts, v2_record_context(buf, h), tp=tp, now=now,
+        before_max=before_max, after_max=after_max, recorder=recorder,
+    )  # fmt: skip
+    raise AssertionError("a batch rejected without a failed check or record")
 
 
 def _corrupt_inner(buf: ReadableBuffer, position: int, tp: str) -> CorruptRecordError:

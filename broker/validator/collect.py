@@ -39,6 +39,7 @@ from broker.validator.checks import (
     check_producer_format,
     check_v2_batch,
     record_errors,
+    v2_record_context,
 )
 from broker.validator.context import Context
 from broker.validator.inline import OffloadRequired, decompression_bound
@@ -109,15 +110,7 @@ def _collect_v2(ctx: Context, in_place: bool) -> tuple[RecordsPlan, bool, int]:
         ctx.compacted, not in_place, MAX_LISTED_RECORD_ERRORS,
     )  # fmt: skip
     if counts:
-        rc = RecordContext(
-            src_buf,
-            MAGIC_V2,
-            base_offset=h.base_offset,
-            base_timestamp=h.base_timestamp,
-            base_sequence=h.base_sequence,
-            lat_timestamp=h.max_timestamp if lat_batch else None,
-        )
-        _errors(ctx, errors, counts, rc)
+        _errors(ctx, errors, counts, v2_record_context(src_buf, h))
     if h.records_count:
         size += stop - pos
     if ctx.to_magic > MAGIC_V0 and not consecutive:

@@ -1,11 +1,23 @@
 """Validation that patches the request's bytes where they lie.
 
 ``assign_offsets_non_compressed`` is ``LogValidator.assignOffsetsNonCompressed``:
-uncompressed records whose magic is already the target. One compiled
-walk per v2 batch performs every per-record check and returns aggregates; no
-Python object is made per record. Then, outside the CRC: base offset (v2) or
-entry offset (legacy) and the partition leader epoch; inside the CRC (only
-when something changes): timestamp type and max timestamp.
+uncompressed records whose magic is already the target. A v2 batch is
+validated and patched by one call of ``scan.assign_in_place_v2`` (the rules:
+batch checks, record walk, header), which ``validate.py`` also calls directly
+for the common produce; a rejected batch is reported by
+``checks.report_rejected_v2``. Legacy entries: one compiled walk performs
+every per-record check and returns aggregates (no Python object per
+record); then each entry's offset and, inside its CRC, timestamp type and
+max timestamp.
+
+The v2 batch header fields it changes (``records/batch.py``)::
+
+    offset  size  field                      changed to
+    0       8     baseOffset                 lastOffset - lastOffsetDelta
+    12      4     partitionLeaderEpoch       the leader's epoch (outside the CRC)
+    17      4     crc                        recomputed when 21 or 35 changed
+    21      2     attributes                 timestamp type bit (LogAppendTime topic)
+    35      8     maxTimestamp               now (LogAppendTime) or the records' max
 
 ``finish_compressed_in_place`` is the in-place branch of
 ``LogValidator.validateMessagesAndAssignOffsetsCompressed``: the compressed payload
@@ -20,23 +32,17 @@ from __future__ import annotations
 
 from broker.records import batch as v2
 from broker.records import legacy, scan
-from broker.records.batch import (
-    MAGIC_V0,
-    MAGIC_V1,
-    MAGIC_V2,
-    NO_TIMESTAMP,
-    RECORDS_OFFSET,
-    TimestampType,
-)
+from broker.records.batch import MAGIC_V0, MAGIC_V1, MAGIC_V2, NO_TIMESTAMP, TimestampType
 from broker.records.entries import iter_buffer_entries
+from broker.records.origin import AppendOrigin
 from broker.records.stats import EMPTY_STATS, RecordValidationStats
 from broker.validator.checks import (
     MAX_LISTED_RECORD_ERRORS,
     RecordContext,
     check_batch_magic,
     check_only_one_batch,
-    check_v2_batch,
     record_errors,
+    report_rejected_v2,
 )
 from broker.validator.context import Context, PathResult
 
@@ -54,40 +60,19 @@ def assign_offsets_non_compressed(ctx: Context, next_offset: int) -> PathResult:
 
 
 def _v2_non_compressed(ctx: Context, next_offset: int) -> PathResult:
+    """One v2 batch (already at toMagic, so ``validateBatch``'s checks 1, 7
+    and 8 hold): every rule is ``scan.assign_in_place_v2``'s."""
     buf = ctx.records
-    h = v2.read_header(buf, 0)
-    check_v2_batch(ctx.analysis.first_magic, h, ctx.origin, ctx.to_magic, ctx.tp, ctx.recorder)
-    lat_batch = h.timestamp_type is TimestampType.LOG_APPEND_TIME
-    max_ts, _min_ts, _consecutive, _canonical, errors, counts = scan.walk_v2(
-        buf, RECORDS_OFFSET, h.size_in_bytes, h.records_count, h.base_offset,
-        h.base_timestamp, lat_batch, h.max_timestamp, ctx.now, ctx.before_max,
-        ctx.after_max, ctx.create_time, ctx.compacted, False, MAX_LISTED_RECORD_ERRORS,
-    )  # fmt: skip
-    if counts:
-        rc = RecordContext(
-            buf,
-            MAGIC_V2,
-            base_offset=h.base_offset,
-            base_timestamp=h.base_timestamp,
-            base_sequence=h.base_sequence,
-            lat_timestamp=h.max_timestamp if lat_batch else None,
-        )
-        record_errors(
-            errors, counts, rc, tp=ctx.tp, now=ctx.now, before_max=ctx.before_max,
-            after_max=ctx.after_max, recorder=ctx.recorder,
+    try:
+        count, max_timestamp, shallow, *_ = scan.assign_in_place_v2(
+            buf, next_offset, ctx.partition_leader_epoch, ctx.now, ctx.before_max,
+            ctx.after_max, ctx.compacted, ctx.log_append_time,
+            ctx.origin is AppendOrigin.CLIENT, MAX_LISTED_RECORD_ERRORS,
         )  # fmt: skip
-    count = h.records_count
-    last_offset = next_offset + count - 1
-    v2.set_last_offset(buf, 0, last_offset)
-    v2.set_partition_leader_epoch(buf, 0, ctx.partition_leader_epoch)
-    if ctx.log_append_time:
-        v2.set_max_timestamp(buf, 0, TimestampType.LOG_APPEND_TIME, ctx.now)
-    else:
-        v2.set_max_timestamp(buf, 0, TimestampType.CREATE_TIME, max_ts)
-    max_timestamp = max_ts
-    shallow = last_offset if max_ts > NO_TIMESTAMP else -1
-    if ctx.log_append_time:
-        max_timestamp, shallow = ctx.now, last_offset
+    except scan.BatchRejected as rejected:
+        report_rejected_v2(
+            buf, rejected, ctx.tp, ctx.now, ctx.before_max, ctx.after_max, ctx.recorder
+        )
     return PathResult(buf, count, max_timestamp, shallow, False, EMPTY_STATS)
 
 

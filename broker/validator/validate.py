@@ -38,7 +38,11 @@ from broker.validator.analysis import (
     check_request_records,
     frame_records,
 )
-from broker.validator.checks import MAX_LISTED_RECORD_ERRORS, check_only_one_batch
+from broker.validator.checks import (
+    MAX_LISTED_RECORD_ERRORS,
+    check_only_one_batch,
+    report_rejected_v2,
+)
 from broker.validator.collect import collect
 from broker.validator.context import Context, PathResult
 from broker.validator.in_place import assign_offsets_non_compressed, finish_compressed_in_place
@@ -133,9 +137,10 @@ def validate_records(
         and origin is AppendOrigin.CLIENT
         and to_magic == MAGIC_V2
     ):
-        done = _in_place_v2(trimmed, next_offset, partition_leader_epoch, now, config, original)
-        if done is not None:
-            return done
+        return _in_place_v2(
+            trimmed, next_offset, partition_leader_epoch, now, config, original, topic,
+            partition, recorder,
+        )  # fmt: skip
     result = validate_messages_and_assign_offsets(
         trimmed,
         topic_partition=f"{topic}-{partition}",
@@ -200,21 +205,29 @@ def _in_place_v2(  # noqa: PLR0917
     now: int,
     config: TopicConfig,
     original_size: int,
-) -> ValidationResult | None:
-    """The common produce, one uncompressed v2 batch from a client to an
-    uncompressed log, validated in place by one call of the compiled twin
-    (``scan.assign_in_place_v2``): the same checks, walk and header changes as
-    ``assign_offsets_non_compressed`` (``LogValidator.assignOffsetsNonCompressed``)
-    and ``batch_infos``, without the general path's layers (they were a large
-    share of a small request's broker time; docs/performance.md). None when
-    anything fails: the general path then reports it."""
-    done = scan.assign_in_place_v2(
-        records, next_offset, leader_epoch, now, config.timestamp_before_max_ms,
-        config.timestamp_after_max_ms, config.compacted, config.log_append_time,
-        MAX_LISTED_RECORD_ERRORS,
-    )  # fmt: skip
-    if done is None:
-        return None
+    topic: str,
+    partition: int,
+    recorder: MetricsRecorder,
+) -> ValidationResult:
+    """The common produce: one uncompressed v2 batch from a client to an
+    uncompressed log, the branch of ``_run`` that ends in
+    ``assign_offsets_non_compressed``'s v2 case, taken without the general
+    path's layers (they were a large share of a small request's broker time;
+    docs/performance.md). The rules are the one call of
+    ``scan.assign_in_place_v2``, as on that path; a rejected batch is
+    reported as that path reports it (``checks.report_rejected_v2``). The
+    client-batch checks passed, so the last offset delta is ``count - 1``."""
+    try:
+        done = scan.assign_in_place_v2(
+            records, next_offset, leader_epoch, now, config.timestamp_before_max_ms,
+            config.timestamp_after_max_ms, config.compacted, config.log_append_time, True,
+            MAX_LISTED_RECORD_ERRORS,
+        )  # fmt: skip
+    except scan.BatchRejected as rejected:
+        report_rejected_v2(
+            records, rejected, f"{topic}-{partition}", now, config.timestamp_before_max_ms,
+            config.timestamp_after_max_ms, recorder,
+        )  # fmt: skip
     count, max_ts, shallow, attributes, batch_max_ts, pid, epoch, base_seq = done
     last_offset = next_offset + count - 1
     batch = v2_batch_info(

@@ -1,15 +1,16 @@
 """The produce hot path in one call (``validate._in_place_v2`` over
 ``scan.assign_in_place_v2``) against the general path it short-cuts.
 
-The general path (``validate_messages_and_assign_offsets`` ->
-``assign_offsets_non_compressed``, then ``batch_infos``) is the reference:
-for any single uncompressed v2 batch, ``validate_records`` must give the
+Both paths apply the rules of ``scan.assign_in_place_v2``; what the general
+path (``validate_messages_and_assign_offsets`` ->
+``assign_offsets_non_compressed``, then ``batch_infos``) adds is its layers.
+For any single uncompressed v2 batch, ``validate_records`` must give the
 same result, leave the same bytes, raise the same error and record the same
 metrics whether the one-call path runs (with either twin of
-``assign_in_place_v2``) or declines. To reach the general path the test
-makes ``_in_place_v2`` decline, as it does in production on any failure.
-The two twins of ``assign_in_place_v2`` must agree with each other byte for
-byte, and change nothing when they decline.
+``assign_in_place_v2``) or the general path does (with the pure-Python
+reference); the test reaches the general path by making the dispatch's
+condition fail. The two twins of ``assign_in_place_v2`` must agree with each
+other byte for byte, and change nothing when they reject a batch.
 """
 
 from __future__ import annotations
@@ -118,21 +119,16 @@ configs = st.builds(
 )
 
 
-def _declined(*_args: Any) -> None:
-    """``_in_place_v2`` declining: ``validate_records`` goes on with the general path."""
-
-
 def _outcome(
-    data: bytes, config: TopicConfig, next_offset: int, epoch: int, one_call: Any
+    data: bytes, config: TopicConfig, next_offset: int, epoch: int, twin: Any, one_call: bool
 ) -> tuple[Any, bytes, list[tuple[str, int]]]:
-    """``validate_records`` on a copy of ``data``: through the one-call path with
-    ``one_call`` (a twin module) as ``scan.assign_in_place_v2``, or, with None,
-    through the general path."""
+    """``validate_records`` on a copy of ``data`` with ``twin`` (a twin module) as
+    ``scan.assign_in_place_v2``: through the one-call path, or (``one_call``
+    False) through the general path."""
     with pytest.MonkeyPatch.context() as patch:
-        if one_call is None:
-            patch.setattr(validate, "_in_place_v2", _declined)
-        else:
-            patch.setattr(scan, "assign_in_place_v2", one_call.assign_in_place_v2)
+        patch.setattr(scan, "assign_in_place_v2", twin.assign_in_place_v2)
+        if not one_call:
+            patch.setattr(validate, "_V2_ONLY", 0)  # the dispatch's condition fails
         buf = memoryview(bytearray(data))
         recorder = CallRecorder()
         try:
@@ -158,8 +154,8 @@ def _outcome(
 def test_one_call_and_general_path_agree(
     twin: Any, data: bytes, config: TopicConfig, next_offset: int, epoch: int
 ) -> None:
-    assert _outcome(data, config, next_offset, epoch, twin) == _outcome(
-        data, config, next_offset, epoch, None
+    assert _outcome(data, config, next_offset, epoch, twin, True) == _outcome(
+        data, config, next_offset, epoch, _scan_py, False
     )
 
 
@@ -187,26 +183,83 @@ def test_the_one_call_path_is_taken_for_a_plain_client_batch(
     assert got.batches[0].base_offset == 5
 
 
+def test_the_general_path_is_taken_when_the_dispatch_condition_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``_outcome``'s way to the general path does reach it."""
+    calls: list[int] = []
+    monkeypatch.setattr(validate, "_in_place_v2", lambda *args: calls.append(1))
+    monkeypatch.setattr(validate, "_V2_ONLY", 0)
+    data = v2_batch(0, [b"a"], timestamps=[NOW])
+    got = validate_records(
+        memoryview(bytearray(data)), topic="t", partition=0, config=TopicConfig(),
+        next_offset=5, partition_leader_epoch=0, now_ms=NOW, produce_version=9,
+        recorder=CallRecorder(),
+    )  # fmt: skip
+    assert calls == []
+    assert (got.first_offset, got.last_offset, got.batches[0].base_offset) == (5, 5, 5)
+
+
 @pytest.mark.parametrize("twin", TWINS)
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     data=batches(),
     compacted=st.booleans(),
     log_append_time=st.booleans(),
+    client_origin=st.booleans(),
     before=st.sampled_from([LONG_MAX, 1_000]),
 )
-def test_the_twins_agree_and_a_declined_batch_is_untouched(
-    twin: Any, data: bytes, compacted: bool, log_append_time: bool, before: int
+def test_the_twins_agree_and_a_rejected_batch_is_untouched(
+    twin: Any,
+    data: bytes,
+    compacted: bool,
+    log_append_time: bool,
+    client_origin: bool,
+    before: int,
 ) -> None:
-    args = (77, 3, NOW, before, LONG_MAX, compacted, log_append_time, MAX_LISTED_RECORD_ERRORS)
+    args = (77, 3, NOW, before, LONG_MAX, compacted, log_append_time, client_origin,
+            MAX_LISTED_RECORD_ERRORS)  # fmt: skip
     outcomes = []
     for impl in (_scan_py, twin):
         buf = bytearray(data)
+        got: Any
         try:
-            got: Any = impl.assign_in_place_v2(memoryview(buf), *args)
+            got = impl.assign_in_place_v2(memoryview(buf), *args)
+        except scan.BatchRejected as rejected:
+            got = ("rejected", rejected.check, rejected.errors, rejected.error_counts)
         except KafkaError as exc:
             got = (type(exc), str(exc))
-        if got is None or (isinstance(got, tuple) and isinstance(got[0], type)):
-            assert bytes(buf) == data  # declined or raised: nothing changed
+        if isinstance(got[0], str | type):
+            assert bytes(buf) == data  # rejected or raised: nothing changed
         outcomes.append((got, bytes(buf)))
     assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("twin", TWINS)
+@pytest.mark.parametrize("size", [0, 60, 61])
+def test_a_buffer_without_the_whole_batch_is_refused_alike(twin: Any, size: int) -> None:
+    data = bytearray(v2_batch(0, [b"a"], timestamps=[NOW])[:size])
+    for impl in (_scan_py, twin):
+        with pytest.raises(ValueError, match="does not hold a whole v2 batch"):
+            impl.assign_in_place_v2(memoryview(bytearray(data)), 0, 0, NOW, LONG_MAX,
+                                    LONG_MAX, False, False, True, 1)  # fmt: skip
+
+
+@pytest.mark.parametrize("twin", TWINS)
+@given(
+    base_offset=st.sampled_from([0, 5, 2**63 - 1, -(2**63)]),
+    last_offset_delta=st.sampled_from([-1, 0, 1, 2, 2**31 - 1, -(2**31)]),
+    records_count=st.sampled_from([-1, 0, 1, 2, 3, 2**31 - 1]),
+    attributes=st.sampled_from([0, 0x20, 0x10, 0x30, -0x8000, 0x7FFF]),
+    producer=st.sampled_from([(-1, -1), (-1, 5), (1000, 0), (1000, -1), (0, -5)]),
+)
+def test_the_client_batch_checks_agree(
+    twin: Any,
+    base_offset: int,
+    last_offset_delta: int,
+    records_count: int,
+    attributes: int,
+    producer: tuple[int, int],
+) -> None:
+    args = (base_offset, last_offset_delta, records_count, attributes, *producer)
+    assert twin.check_client_batch(*args) == _scan_py.check_client_batch(*args)
