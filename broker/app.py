@@ -45,24 +45,17 @@ from typing import TypeVar
 
 from broker import __version__
 from broker.config import BrokerConfig, parse_overrides, parse_properties
-from broker.coordinator.group.coordinator import GroupCoordinator
 from broker.errors import InvalidConfigError, KafkaStorageError
-from broker.handlers.context import BrokerContext, Endpoint
-from broker.handlers.registry import HandlerRegistry
+from broker.handlers.context import Endpoint
 from broker.log.errors import ThreadShutdownError
-from broker.log.manager import LogManager
 from broker.metrics import (
     BrokerMetrics,
     ConnectionSample,
     GroupSample,
     LogSample,
-    NullMetrics,
 )
 from broker.partition.partition import OffloadResult
-from broker.partition.producer_ids import ProducerIdManager
-from broker.partition.replica_manager import ReplicaManager
 from broker.records import scan
-from broker.security.acl_control import AclControl, open_acl_control
 from broker.security.acl_store import AclStoreError
 from broker.security.scram_store import ScramStoreError
 from broker.server import quotas as connection_quotas
@@ -70,7 +63,6 @@ from broker.server.budget import ReceiveBudget
 from broker.server.connection import Connection, ConnectionLimits
 from broker.server.dispatch import Dispatcher
 from broker.server.file_region import write_file_region
-from broker.server.group_commit import GroupCommit
 from broker.server.http import OpsEndpoint
 from broker.server.listener import ListenerSpec, advertised_host, start_listener
 from broker.server.listener_security import ListenerSecurity
@@ -89,6 +81,7 @@ from broker.startup import (
     event_loop_name,
     log_dir_failure,
 )
+from broker.wiring import BrokerCore, build_core, open_log_manager, request_meters
 
 log = logging.getLogger("broker")
 
@@ -134,24 +127,13 @@ class BrokerApp:
         self.listeners = self.plan.listeners
         self.advertised_specs = self.plan.advertised
         #: what the request path records into (no-ops with metrics.enabled=false)
-        self.meters: BrokerMetrics | NullMetrics = (
-            self.metrics if config.get("metrics.enabled") else NullMetrics(self.metrics)
-        )
-        # recovery's counts go to the real registry even with metrics.enabled=false:
-        # they are recorded once at start-up, never on the request path
+        self.meters = request_meters(config, self.metrics)
         try:
-            # reads the log cleaner's checkpoints
-            self.log_manager = LogManager(
-                config.log_dirs,
-                config,
-                flush_recorder=self.meters.flush_recorder,
-                recovery_recorder=self.metrics.recovery_recorder,
-            )
+            self.log_manager = open_log_manager(config, meters=self.meters, metrics=self.metrics)
         except OSError as exc:
             raise log_dir_failure(exc, self.plan.log_dirs) from None
         self._logs_loaded = False
         self.ops = OpsEndpoint(self.metrics.render)
-        self.group_commit = GroupCommit(self.plan.sync_method)
         self.registry: ConnectionRegistry | None = None
         #: the bound port of each listener, by name; bound_port is the first listener's
         self.bound_ports: dict[str, int] = {}
@@ -163,9 +145,8 @@ class BrokerApp:
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
         self._offload_pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self.replica_manager: ReplicaManager | None = None
-        self.acl_control: AclControl | None = None
-        self.groups: GroupCoordinator | None = None
+        #: the request path (broker/wiring.py), built once the logs are loaded
+        self.core: BrokerCore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # ---- start ----------------------------------------------------------------------------
@@ -197,27 +178,11 @@ class BrokerApp:
         def offload(fn: Callable[[], OffloadResult]) -> Awaitable[OffloadResult]:
             return loop.run_in_executor(pool, fn)
 
-        self.replica_manager = replica_manager = ReplicaManager(
-            self.log_manager,
-            recorder=self.meters.validator_recorder,
-            time_ms=wall_ms,
-            offload=offload,
-            inline_budget=int(cfg.get("produce.inline.max.cost")),
-            layout=plan.layout,
+        self.core = core = build_core(
+            cfg, plan, self.log_manager, meters=self.meters, time_ms=wall_ms, offload=offload
         )
-        floor = max(
-            (
-                pid + 1
-                for lg in self.log_manager.all_logs()
-                for pid in lg.producer_state.active_producers
-            ),
-            default=0,
-        )
-        producer_ids = ProducerIdManager(self.log_manager.log_dirs[0], floor)
-        # the authorizer and its ACLs (kept in the first log dir, like the producer ids)
-        self.acl_control = acl_control = open_acl_control(cfg, self.log_manager.log_dirs[0])
-        if acl_control is not None:
-            authorizer = acl_control.authorizer
+        if core.acl_control is not None:
+            authorizer = core.acl_control.authorizer
             self.metrics.acls.set_function(lambda: authorizer.acl_count)
 
         if plan.metrics_address is not None:
@@ -241,36 +206,12 @@ class BrokerApp:
         )
         self.metrics.connection_provider = lambda: ConnectionSample(budget.used, registry.paused())
 
-        # consumer groups: loads an existing __consumer_offsets in the background (with
-        # cluster.nodes, on the machine's coordinator node only)
-        layout = replica_manager.layout
-        if layout is None or layout.coordinator.node_id == cfg.node_id:
-            self.groups = GroupCoordinator(
-                plan.group_config, replica_manager, self.group_commit, wall_ms
-            )
-            self.groups.startup()
+        if core.groups is not None:
+            # loads an existing __consumer_offsets in the background
+            core.groups.startup()
             self.metrics.group_provider = self._group_sample
-        # SCRAM credentials (KIP-554), kept in the first log dir like the ACLs; the SASL
-        # listeners built by the check look users up in this object
-        scram_control = plan.scram_control
-        scram_control.store.load()
-
         # the advertised address needs the bound port when listeners asks for port 0
-        broker = BrokerContext(
-            config=cfg,
-            node_id=cfg.node_id,
-            cluster_id=self.log_manager.cluster_id or "",
-            advertised=Endpoint("", 0),
-            log_manager=self.log_manager,
-            replica_manager=replica_manager,
-            meters=self.meters,
-            durability=self.group_commit,
-            producer_ids=producer_ids,
-            acl_control=acl_control,
-            groups=self.groups,
-            scram_control=scram_control,
-        )
-        dispatcher = Dispatcher(HandlerRegistry(broker), self.meters)
+        broker, dispatcher = core.context, core.dispatcher
 
         handshake_s = plan.handshake_s
         for spec in self.listeners:
@@ -403,8 +344,9 @@ class BrokerApp:
         return self.registry.connections if self.registry is not None else []
 
     def _group_sample(self) -> GroupSample:
-        groups, rm = self.groups, self.replica_manager
-        assert groups is not None and rm is not None
+        core = self.core
+        assert core is not None and core.groups is not None
+        groups, rm = core.groups, core.replica_manager
         lags = []
         for group, topic, partition, committed in sorted(groups.committed_offsets()):
             p = rm.get_partition(topic, partition)
@@ -501,7 +443,11 @@ class BrokerApp:
             server.close()
         await self.ops.stop()
         loop = asyncio.get_running_loop()
-        self.group_commit.close()
+        core = self.core
+        if core is not None:
+            core.group_commit.close()
+            if core.acl_control is not None:
+                await loop.run_in_executor(None, core.acl_control.close)
         if self._offload_pool is not None:
             self._offload_pool.shutdown(wait=True)
         await loop.run_in_executor(None, self.log_manager.stop_cleaner)
@@ -516,10 +462,11 @@ class BrokerApp:
         # the requests it already took are written
         for conn in list(self.connections):
             conn.close()
-        if self.groups is not None:
+        core = self.core
+        if core is not None and core.groups is not None:
             # parked joins and syncs are answered now (NOT_COORDINATOR), so the connections
             # holding them can close; commits waiting for their fsync end
-            await self.groups.shutdown()
+            await core.groups.shutdown()
         deadline = time.monotonic() + int(self.config.get("shutdown.timeout.ms")) / 1000
         while self.connections and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
@@ -531,13 +478,13 @@ class BrokerApp:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self.replica_manager is not None:
+        if core is not None:
             # appends queued on worker threads finish (or fail) before the logs close
-            await self.replica_manager.wait_queued_appends()
-        self.group_commit.close()
-        if self.acl_control is not None:
-            # an ACL change being written finishes first
-            await asyncio.get_running_loop().run_in_executor(None, self.acl_control.close)
+            await core.replica_manager.wait_queued_appends()
+            core.group_commit.close()
+            if core.acl_control is not None:
+                # an ACL change being written finishes first
+                await asyncio.get_running_loop().run_in_executor(None, core.acl_control.close)
         if self._offload_pool is not None:
             self._offload_pool.shutdown(wait=True)
         loop = asyncio.get_running_loop()

@@ -212,11 +212,11 @@ def clean_partition(log_dir: Path, tp: TopicPartition, config: TopicConfig, upto
         cleaner = Cleaner(
             0,
             clean_loops.OffsetMap(1 << 16),
-            1 << 16,
-            1 << 20,
-            0.75,
-            Throttler(float("inf")),
-            lambda _tp: None,
+            io_buffer_size=1 << 16,
+            max_io_buffer_size=1 << 20,
+            dup_buffer_load_factor=0.75,
+            throttler=Throttler(float("inf")),
+            check_done=lambda _tp: None,
         )
         job = prepare_job(LogToClean.of(tp, log, 0, uncleanable), BASE_TS)
         first_dirty, _stats = cleaner.clean(job)

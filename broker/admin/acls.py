@@ -307,13 +307,13 @@ def _binding(
     resource: DescribeAclsResponse.DescribeAclsResource, acl: DescribeAclsResponse.AclDescription
 ) -> AclBinding:
     return AclBinding.from_codes(
-        resource.resource_type,
-        resource.resource_name,
-        resource.pattern_type,
-        acl.principal,
-        acl.host,
-        acl.operation,
-        acl.permission_type,
+        resource_type=resource.resource_type,
+        name=resource.resource_name,
+        pattern_type=resource.pattern_type,
+        principal=acl.principal,
+        host=acl.host,
+        operation=acl.operation,
+        permission_type=acl.permission_type,
     )
 
 

@@ -99,13 +99,13 @@ def filter_problem(f: AclBindingFilter) -> str | None:
 def creation_binding(c: CreateAclsRequest.AclCreation) -> AclBinding:
     """The binding one AclCreation asks for (``CreateAclsRequest.aclBinding``)."""
     return AclBinding.from_codes(
-        c.resource_type,
-        c.resource_name,
-        c.resource_pattern_type,
-        c.principal,
-        c.host,
-        c.operation,
-        c.permission_type,
+        resource_type=c.resource_type,
+        name=c.resource_name,
+        pattern_type=c.resource_pattern_type,
+        principal=c.principal,
+        host=c.host,
+        operation=c.operation,
+        permission_type=c.permission_type,
     )
 
 

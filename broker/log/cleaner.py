@@ -109,10 +109,11 @@ class CleanerStats:
 class Cleaner:
     """Cleans logs with one offset map and one pair of I/O buffers (one per thread)."""
 
-    def __init__(  # noqa: PLR0917
+    def __init__(
         self,
         cleaner_id: int,
         offset_map: clean_loops.OffsetMap,
+        *,
         io_buffer_size: int,
         max_io_buffer_size: int,
         dup_buffer_load_factor: float,
@@ -190,7 +191,15 @@ class Cleaner:
             next_start = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
             self.check_done(job.topic_partition)
             position = job.first_dirty_position if i == 0 else 0
-            if self._map_segment(job, view, position, start, next_start, max_entries, stats):
+            if self._map_segment(
+                job,
+                view,
+                position,
+                start_offset=start,
+                next_segment_start=next_start,
+                max_entries=max_entries,
+                stats=stats,
+            ):
                 logger.debug(
                     "Offset map is full, %d segments fully mapped, segment with base offset %d "
                     "is partially mapped",
@@ -200,11 +209,12 @@ class Cleaner:
                 break
         logger.info("Offset map for log %s complete.", job.topic_partition)
 
-    def _map_segment(  # noqa: PLR0917
+    def _map_segment(
         self,
         job: CleaningJob,
         view: SegmentSnapshot,
         position: int,
+        *,
         start_offset: int,
         next_segment_start: int,
         max_entries: int,
@@ -231,7 +241,12 @@ class Cleaner:
                     if status == clean_loops.DONE:
                         break
                     full, read, last_offset = map_compressed(
-                        offset_map, buf, p, start_offset, max_entries, bound
+                        offset_map,
+                        buf,
+                        p,
+                        start_offset=start_offset,
+                        max_entries=max_entries,
+                        bound=bound,
                     )
                     stats.map_messages_read += read
                     if full:
@@ -275,7 +290,14 @@ class Cleaner:
                     view.last_modified,
                     "retaining" if retain_legacy_deletes else "discarding",
                 )
-                self.clean_into(job, view, cleaned, producers, retain_legacy_deletes, stats)
+                self.clean_into(
+                    job,
+                    view,
+                    cleaned,
+                    producers,
+                    retain_legacy_deletes=retain_legacy_deletes,
+                    stats=stats,
+                )
             next_offset = finish_cleaned_segment(
                 cleaned, group[-1].last_modified, self._read_buffer
             )
@@ -309,12 +331,13 @@ class Cleaner:
                     segment.delete_if_exists()
             raise
 
-    def clean_into(  # noqa: PLR0917
+    def clean_into(
         self,
         job: CleaningJob,
         view: SegmentSnapshot,
         dest: LogSegment,
         producers: clean_loops.ActiveProducers,
+        *,
         retain_legacy_deletes: bool,
         stats: CleanerStats,
     ) -> None:
@@ -365,11 +388,11 @@ class Cleaner:
                         producers,
                         buf,
                         p,
-                        latest,
-                        now,
-                        new_horizon,
-                        retain_legacy_deletes,
-                        bound,
+                        latest_offset=latest,
+                        now=now,
+                        new_horizon=new_horizon,
+                        retain_legacy_deletes=retain_legacy_deletes,
+                        bound=bound,
                     )
                     size = entry_size(buf, p)
                     stats.messages_read += filtered.read

@@ -47,10 +47,11 @@ def entry_size(buf: Any, pos: int) -> int:
     return int.from_bytes(buf[pos + 8 : pos + 12], "big") + LOG_OVERHEAD
 
 
-def map_compressed(  # noqa: PLR0917
+def map_compressed(
     offset_map: clean_loops.OffsetMap,
     buf: Any,
     pos: int,
+    *,
     start_offset: int,
     max_entries: int,
     bound: int,
@@ -97,11 +98,12 @@ class Filtered:
         self.invalid = invalid
 
 
-def filter_compressed(  # noqa: PLR0917
+def filter_compressed(
     offset_map: clean_loops.OffsetMap,
     producers: clean_loops.ActiveProducers,
     buf: Any,
     pos: int,
+    *,
     latest_offset: int,
     now: int,
     new_horizon: int,
@@ -114,21 +116,36 @@ def filter_compressed(  # noqa: PLR0917
     try:
         if buf[pos + 16] >= 2:
             return _filter_v2(
-                offset_map, producers, view, pos, size, latest_offset, now, new_horizon, bound
+                offset_map,
+                producers,
+                view,
+                pos,
+                size,
+                latest_offset=latest_offset,
+                now=now,
+                new_horizon=new_horizon,
+                bound=bound,
             )
         return _filter_legacy(
-            offset_map, view, pos, size, latest_offset, retain_legacy_deletes, bound
+            offset_map,
+            view,
+            pos,
+            size,
+            latest_offset=latest_offset,
+            retain_deletes=retain_legacy_deletes,
+            bound=bound,
         )
     finally:
         view.release()
 
 
-def _filter_v2(  # noqa: PLR0917
+def _filter_v2(
     offset_map: clean_loops.OffsetMap,
     producers: clean_loops.ActiveProducers,
     view: memoryview,
     pos: int,
     size: int,
+    *,
     latest_offset: int,
     now: int,
     new_horizon: int,
@@ -178,11 +195,12 @@ def _filter_v2(  # noqa: PLR0917
     return Filtered(b"", read, 0, invalid)
 
 
-def _filter_legacy(  # noqa: PLR0917
+def _filter_legacy(
     offset_map: clean_loops.OffsetMap,
     view: memoryview,
     pos: int,
     size: int,
+    *,
     latest_offset: int,
     retain_deletes: bool,
     bound: int,

@@ -164,12 +164,12 @@ class LogCleaner:
                 config.map_memory_per_thread - config.superseded_memory_per_thread,
                 config.superseded_memory_per_thread,
             ),
-            config.io_buffer_per_thread,
-            config.max_message_size,
-            config.dedupe_buffer_load_factor,
-            self.throttler,
-            self._check_done,
-            self.owner_call,
+            io_buffer_size=config.io_buffer_per_thread,
+            max_io_buffer_size=config.max_message_size,
+            dup_buffer_load_factor=config.dedupe_buffer_load_factor,
+            throttler=self.throttler,
+            check_done=self._check_done,
+            owner_call=self.owner_call,
         )
 
     def startup(self) -> None:
@@ -280,7 +280,14 @@ class LogCleaner:
             end, stats = cleaner.clean(job)
             state.last_stats = stats
             state.cleanings += 1
-            record_stats(cleaner.id, tp, start, end, stats, state.last_pre_clean_stats)
+            record_stats(
+                cleaner.id,
+                tp,
+                start=start,
+                end=end,
+                stats=stats,
+                pre_clean=state.last_pre_clean_stats,
+            )
         except ThreadShutdownError:
             raise
         except LogCleaningAbortedError as exc:
@@ -348,9 +355,10 @@ def lower_priority() -> None:
         logger.warning("cannot lower the priority of the log cleaner thread: %s", exc)
 
 
-def record_stats(  # noqa: PLR0917
+def record_stats(
     cleaner_id: int,
     tp: TopicPartition,
+    *,
     start: int,
     end: int,
     stats: CleanerStats,

@@ -57,8 +57,9 @@ def decompress(codec: int, data: bytes, magic: int = MAGIC_V2) -> bytes:
         raise CorruptRecordError(f"cannot decompress a payload of codec {codec}: {exc}") from exc
 
 
-def _iter_v2(  # noqa: PLR0917
+def _iter_v2(
     data: bytes,
+    *,
     base_offset: int,
     base_timestamp: int,
     count: int,
@@ -114,12 +115,12 @@ def iter_record_offsets_timestamps(data: bytes) -> Iterator[tuple[int, int]]:
         count = _INT32.unpack_from(data, 57)[0]
         yield from _iter_v2(
             data,
-            base_offset,
-            base_ts,
-            count,
-            attributes & 0x07,
-            bool(attributes & 0x08),
-            max_ts,
+            base_offset=base_offset,
+            base_timestamp=base_ts,
+            count=count,
+            codec=attributes & 0x07,
+            log_append_time=bool(attributes & 0x08),
+            max_timestamp=max_ts,
         )
         return
     offset, _size, _crc, magic, attributes = _LEGACY.unpack_from(data, 0)

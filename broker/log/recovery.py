@@ -125,7 +125,12 @@ def recover_segment(
     if leader_epoch_cache is not None and leader_epoch_cache.latest_epoch is not None:
         latest = leader_epoch_cache.latest_epoch
     scan = _scan_file(
-        log.fd, size, segment.base_offset, segment.index_interval_bytes, latest, buffer
+        log.fd,
+        size,
+        segment.base_offset,
+        interval=segment.index_interval_bytes,
+        latest_epoch=latest,
+        buffer=buffer,
     )
     if leader_epoch_cache is not None:
         for epoch, start in scan.epoch_starts:
@@ -178,10 +183,11 @@ class _FileScan(NamedTuple):
     last_offset: int
 
 
-def _scan_file(  # noqa: PLR0917
+def _scan_file(
     fd: int,
     size: int,
     base: int,
+    *,
     interval: int,
     latest_epoch: int,
     buffer: bytearray | None = None,
@@ -316,9 +322,10 @@ def replay_segment_producers(
         apply_producer_batch(producer_state, record, data)
 
 
-def rebuild_producer_state(  # noqa: PLR0917
+def rebuild_producer_state(
     producer_state: ProducerStateManager,
     segments: LogSegments,
+    *,
     log_start_offset: int,
     last_offset: int,
     reload_from_clean_shutdown: bool,
@@ -454,17 +461,18 @@ def _report_cut(
     report_truncated_segment(
         directory,
         segment,
-        result.next_offset,
-        result.valid_bytes,
-        result.truncated_bytes,
-        result.error,
-        recorder,
+        truncated_to=result.next_offset,
+        valid_bytes=result.valid_bytes,
+        bytes_dropped=result.truncated_bytes,
+        error=result.error,
+        recorder=recorder,
     )
 
 
-def load_log(  # noqa: PLR0917
+def load_log(
     directory: Path,
     config: TopicConfig,
+    *,
     log_start_offset_checkpoint: int,
     recovery_point_checkpoint: int,
     had_clean_shutdown: bool,
@@ -525,10 +533,10 @@ def load_log(  # noqa: PLR0917
             rebuild_producer_state(
                 recovery_psm,
                 segments,
-                log_start_offset_checkpoint,
-                unflushed[0].base_offset,
-                False,
-                time_ms(),
+                log_start_offset=log_start_offset_checkpoint,
+                last_offset=unflushed[0].base_offset,
+                reload_from_clean_shutdown=False,
+                now_ms=time_ms(),
                 restore_last_batches=False,  # only snapshots are kept of this state
             )
         for i, segment in enumerate(unflushed):
@@ -585,7 +593,12 @@ def load_log(  # noqa: PLR0917
     producer_state = ProducerStateManager(directory, producer_id_expiration_ms)
     producer_state.remove_stray_snapshots(segments.base_offsets)
     tail_scan = rebuild_producer_state(
-        producer_state, segments, log_start_offset, log_end_offset, had_clean_shutdown, time_ms()
+        producer_state,
+        segments,
+        log_start_offset=log_start_offset,
+        last_offset=log_end_offset,
+        reload_from_clean_shutdown=had_clean_shutdown,
+        now_ms=time_ms(),
     )
     if tail_scan.batches_restored:
         logger.debug(

@@ -69,9 +69,10 @@ def log_identifier(directory: Path) -> str:
     return f"[LogLoader partition={directory.name}, dir={directory.parent}] "
 
 
-def report_truncated_segment(  # noqa: PLR0917
+def report_truncated_segment(
     directory: Path,
     segment: LogSegment,
+    *,
     truncated_to: int,
     valid_bytes: int,
     bytes_dropped: int,

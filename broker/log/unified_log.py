@@ -239,12 +239,12 @@ class UnifiedLog(UnifiedLogSlots):
         loaded = load_log(
             directory,
             config,
-            log_start_offset,
-            recovery_point,
-            had_clean_shutdown,
-            time_ms,
-            producer_id_expiration_ms,
-            recovery_recorder,
+            log_start_offset_checkpoint=log_start_offset,
+            recovery_point_checkpoint=recovery_point,
+            had_clean_shutdown=had_clean_shutdown,
+            time_ms=time_ms,
+            producer_id_expiration_ms=producer_id_expiration_ms,
+            recovery_recorder=recovery_recorder,
         )
         local = LocalLog(
             directory,
@@ -613,10 +613,10 @@ class UnifiedLog(UnifiedLogSlots):
         rebuild_producer_state(
             self.producer_state,
             self._local.segments,
-            self.log_start_offset,
-            last_offset,
-            False,
-            self._time_ms(),
+            log_start_offset=self.log_start_offset,
+            last_offset=last_offset,
+            reload_from_clean_shutdown=False,
+            now_ms=self._time_ms(),
         )
 
     def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:

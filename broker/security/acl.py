@@ -200,8 +200,9 @@ class AclBinding:
     entry: AccessControlEntry
 
     @classmethod
-    def from_codes(  # noqa: PLR0917 (the seven fields of a binding on the wire)
+    def from_codes(
         cls,
+        *,
         resource_type: int,
         name: str,
         pattern_type: int,

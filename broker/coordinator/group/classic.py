@@ -359,13 +359,13 @@ class ClassicGroupManager(RebalanceOps):
     ) -> None:
         member = ClassicGroupMember(
             member_id,
-            request.group_instance_id,
-            caller.client_id,
-            caller.client_host,
-            _rebalance_timeout(request),
-            request.session_timeout_ms,
-            request.protocol_type,
-            _protocols(request),
+            group_instance_id=request.group_instance_id,
+            client_id=caller.client_id,
+            client_host=caller.client_host,
+            rebalance_timeout_ms=_rebalance_timeout(request),
+            session_timeout_ms=request.session_timeout_ms,
+            protocol_type=request.protocol_type,
+            supported_protocols=_protocols(request),
         )
         member.is_new = True
         if group.is_in_state(GroupState.PREPARING_REBALANCE) and (
@@ -697,14 +697,14 @@ class ClassicGroupManager(RebalanceOps):
             rebalance = m["rebalanceTimeout"] if m.get("rebalanceTimeout", -1) != -1 else None
             member = ClassicGroupMember(
                 m["memberId"],
-                m.get("groupInstanceId"),
-                m["clientId"],
-                m["clientHost"],
-                m["sessionTimeout"] if rebalance is None else rebalance,
-                m["sessionTimeout"],
-                str(protocol_type),
-                ((str(protocol), bytes(m["subscription"])),),
-                bytes(m["assignment"]),
+                group_instance_id=m.get("groupInstanceId"),
+                client_id=m["clientId"],
+                client_host=m["clientHost"],
+                rebalance_timeout_ms=m["sessionTimeout"] if rebalance is None else rebalance,
+                session_timeout_ms=m["sessionTimeout"],
+                protocol_type=str(protocol_type),
+                supported_protocols=((str(protocol), bytes(m["subscription"])),),
+                assignment=bytes(m["assignment"]),
             )
             group.add(member)
         group.subscribed_topics = group.compute_subscribed_topics()

@@ -253,14 +253,14 @@ class ClassicGroup:
         )
         new = ClassicGroupMember(
             new_member_id,
-            removed.group_instance_id,
-            removed.client_id,
-            removed.client_host,
-            removed.rebalance_timeout_ms,
-            removed.session_timeout_ms,
-            removed.protocol_type,
-            removed.supported_protocols,
-            removed.assignment,
+            group_instance_id=removed.group_instance_id,
+            client_id=removed.client_id,
+            client_host=removed.client_host,
+            rebalance_timeout_ms=removed.rebalance_timeout_ms,
+            session_timeout_ms=removed.session_timeout_ms,
+            protocol_type=removed.protocol_type,
+            supported_protocols=removed.supported_protocols,
+            assignment=removed.assignment,
         )
         self.members[new_member_id] = new
         if self.is_leader(old_member_id):

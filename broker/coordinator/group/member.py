@@ -31,9 +31,10 @@ class ClassicGroupMember:
         "supported_protocols",
     )
 
-    def __init__(  # noqa: PLR0917 (Kafka's constructor, field by field)
+    def __init__(
         self,
         member_id: str,
+        *,
         group_instance_id: str | None,
         client_id: str,
         client_host: str,

@@ -81,10 +81,11 @@ Group = ClassicGroup | ConsumerGroup
 
 
 class OffsetManager:
-    def __init__(  # noqa: PLR0917 (the shard's collaborators)
+    def __init__(
         self,
         groups: ClassicGroupManager,
         consumer: ConsumerGroupManager,
+        *,
         write: Writer,
         time_ms: Callable[[], int],
         offset_metadata_max_size: int,

@@ -74,7 +74,12 @@ class Shard:
         self._writer = writer
         self.classic = ClassicGroupManager(config, timer, time_ms, self._write, meters)
         self.consumer = ClassicMembersManager(
-            config, timer, time_ms, self._write, topics or NoTopics(), consumer_meters
+            config,
+            timer=timer,
+            time_ms=time_ms,
+            write=self._write,
+            topics=topics or NoTopics(),
+            meters=consumer_meters,
         )
         # one id namespace: each manager sees the other's groups
         self.consumer.apply = self.apply
@@ -90,10 +95,10 @@ class Shard:
         self.offsets = OffsetManager(
             self.classic,
             self.consumer,
-            self._write,
-            time_ms,
-            config.offset_metadata_max_size,
-            config.offsets_retention_ms,
+            write=self._write,
+            time_ms=time_ms,
+            offset_metadata_max_size=config.offset_metadata_max_size,
+            offsets_retention_ms=config.offsets_retention_ms,
         )
         #: records replayed while loading
         self.loaded_records = 0

@@ -72,8 +72,11 @@ def classic_group(
     group = ClassicGroup(GROUP, GroupState.STABLE, ctx.clock, generation_id=generation,
                          protocol_type=protocol_type, protocol_name="range")  # fmt: skip
     for member_id, sub, assignment in members:
-        group.add(ClassicGroupMember(member_id, None, "client-id", "client-host", 10000, 5000,
-                                     protocol_type, (("range", sub),), assignment))  # fmt: skip
+        group.add(ClassicGroupMember(member_id, group_instance_id=None, client_id="client-id",
+                                     client_host="client-host", rebalance_timeout_ms=10000,
+                                     session_timeout_ms=5000, protocol_type=protocol_type,
+                                     supported_protocols=(("range", sub),),
+                                     assignment=assignment))  # fmt: skip
     ctx.replay(group_metadata_record(group, {m: asg for m, _, asg in members}))
     loaded = ctx.groups[GROUP]
     for cm in loaded.members.values():
@@ -522,8 +525,11 @@ def test_last_consumer_protocol_member_leaving_consumer_group():
     assignment = encode_assignment([("bar", [0, 1]), ("foo", [0, 1, 2])], 1)
     expected = ClassicGroup(GROUP, GroupState.STABLE, ctx.clock, generation_id=10,
                             protocol_type="consumer", protocol_name="range", leader_id=M1)  # fmt: skip
-    expected.add(ClassicGroupMember(M1, None, "client", "/127.0.0.1", 45000, 5000, "consumer",
-                                    (("range", sub),), assignment))  # fmt: skip
+    expected.add(ClassicGroupMember(M1, group_instance_id=None, client_id="client",
+                                    client_host="/127.0.0.1", rebalance_timeout_ms=45000,
+                                    session_timeout_ms=5000, protocol_type="consumer",
+                                    supported_protocols=(("range", sub),),
+                                    assignment=assignment))  # fmt: skip
     assert records == [
         *group_tombstones(GROUP, [M1, M2]),
         group_metadata_record(expected, {M1: assignment}),

@@ -3,7 +3,10 @@
 ``InProcessBroker.call(request, version)`` encodes a request frame with the
 protocol package, runs it through the real :class:`Dispatcher` (header,
 registry, version check, decode, handler, encode) and decodes the response
-frame, so the tests exercise exactly what a client's bytes go through.
+frame, so the tests exercise exactly what a client's bytes go through. The
+request path is the app's own (``broker.wiring.build_core``, after
+``check_configuration``); this adds a clock the tests move (``now_ms``), a
+fake connection and the encode/decode helpers.
 """
 
 from __future__ import annotations
@@ -18,19 +21,13 @@ from typing import Any
 import pytest
 
 from broker.config import BrokerConfig
-from broker.coordinator.group.config import GroupConfig
-from broker.coordinator.group.coordinator import GroupCoordinator
-from broker.handlers.context import BrokerContext, Endpoint
+from broker.handlers.context import Endpoint
 from broker.handlers.file_region import FileRegion
-from broker.handlers.registry import HandlerRegistry
-from broker.log.manager import LogManager
 from broker.metrics import BrokerMetrics
-from broker.partition.producer_ids import ProducerIdManager
-from broker.partition.replica_manager import ReplicaManager
+from broker.partition.partition import Offload, OffloadResult
 from broker.protocol import decode_response, encode_request
-from broker.security.acl_control import open_acl_control
-from broker.server.dispatch import Dispatcher
-from broker.server.group_commit import GroupCommit
+from broker.startup import check_configuration
+from broker.wiring import BrokerCore, build_core, open_log_manager, request_meters
 from tests.aio import run
 
 
@@ -57,6 +54,21 @@ def frame_bytes(segments: list[Any]) -> bytes:
     return bytes(out)
 
 
+def app_core(
+    config: BrokerConfig,
+    metrics: BrokerMetrics,
+    *,
+    time_ms: Callable[[], int],
+    offload: Offload[OffloadResult],
+) -> BrokerCore:
+    """The app's request path (``BrokerApp.start``) over the logs of ``config``, loaded."""
+    plan = check_configuration(config, metrics)
+    meters = request_meters(config, metrics)
+    log_manager = open_log_manager(config, meters=meters, metrics=metrics)
+    log_manager.startup()
+    return build_core(config, plan, log_manager, meters=meters, time_ms=time_ms, offload=offload)
+
+
 class InProcessBroker:
     def __init__(self, data_dir: Path, **overrides: str) -> None:
         props = {
@@ -65,9 +77,7 @@ class InProcessBroker:
         }
         self.config = BrokerConfig.from_properties(props)
         self.metrics = BrokerMetrics(records_implementation="test", event_loop="test", version="0")
-        self.log_manager = LogManager(self.config.log_dirs, self.config)
-        self.log_manager.startup()
-        # wired as the app wires it: costly validations on a worker pool
+        # costly validations on a worker pool, as the app runs them
         self.pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=int(self.config.get("produce.offload.threads"))
         )
@@ -75,36 +85,19 @@ class InProcessBroker:
         def offload(fn: Callable[[], Any]) -> Awaitable[Any]:
             return asyncio.get_running_loop().run_in_executor(self.pool, fn)
 
-        self.replica_manager = ReplicaManager(
-            self.log_manager,
-            recorder=self.metrics.validator_recorder,
-            time_ms=lambda: self.now_ms,
-            offload=offload,
-            inline_budget=int(self.config.get("produce.inline.max.cost")),
-        )
         self.now_ms = 1_700_000_000_000
-        self.group_commit = GroupCommit()
-        self.acl_control = open_acl_control(self.config, self.config.log_dirs[0])
-        self.groups = GroupCoordinator(
-            GroupConfig.from_broker(self.config),
-            self.replica_manager,
-            self.group_commit,
-            lambda: self.now_ms,
-        )
-        self.context = BrokerContext(
-            config=self.config,
-            node_id=0,
-            cluster_id="test-cluster",
-            advertised=Endpoint("127.0.0.1", 9092),
-            log_manager=self.log_manager,
-            replica_manager=self.replica_manager,
-            meters=self.metrics,
-            durability=self.group_commit,
-            producer_ids=ProducerIdManager(self.config.log_dirs[0]),
-            acl_control=self.acl_control,
-            groups=self.groups,
-        )
-        self.dispatcher = Dispatcher(HandlerRegistry(self.context), self.metrics)
+        core = app_core(self.config, self.metrics, time_ms=lambda: self.now_ms, offload=offload)
+        self.core = core
+        self.log_manager = core.log_manager
+        self.replica_manager = core.replica_manager
+        self.group_commit = core.group_commit
+        self.acl_control = core.acl_control
+        assert core.groups is not None
+        self.groups = core.groups
+        self.context = core.context
+        # where the app puts the address its listener bound
+        self.context.advertised = Endpoint("127.0.0.1", 9092)
+        self.dispatcher = core.dispatcher
         self.conn = FakeConnection()
         self.correlation = 0
 

@@ -1,10 +1,9 @@
 """A broker without sockets for the admin-API tests: real logs and partitions
 in a temporary dir, the real registry and dispatcher, requests encoded and
 responses decoded by the protocol layer, so every call crosses the
-version-specific codecs. Unlike ``conftest.InProcessBroker`` it takes the node
-id and cluster id from the configuration and the log dirs (DescribeCluster,
-DescribeConfigs of the broker resource), and offers topic creation and
-appends with chosen timestamps.
+version-specific codecs. The request path is the app's own
+(``broker.wiring.build_core``), with produce validations run inline; it
+offers topic creation and appends with chosen timestamps.
 
     with AdminBroker(tmp_path) as b:
         resp = b.call(5, CreateTopicsRequest(topics=[...]))
@@ -16,21 +15,15 @@ import itertools
 from pathlib import Path
 
 from broker.config import BrokerConfig
-from broker.handlers.context import BrokerContext, Endpoint
-from broker.handlers.registry import HandlerRegistry
-from broker.log.manager import LogManager
+from broker.handlers.context import Endpoint
 from broker.metrics import BrokerMetrics
-from broker.partition.producer_ids import ProducerIdManager
-from broker.partition.replica_manager import ReplicaManager
+from broker.partition.partition import run_here
 from broker.protocol import decode_response, encode_request
 from broker.protocol.data import Data
 from broker.protocol.messages import codec_for
 from broker.records.builder import build_v2_batch
 from broker.records.record import SimpleRecord
-from broker.security.acl_control import open_acl_control
-from broker.server.dispatch import Dispatcher
-from broker.server.group_commit import GroupCommit
-from tests.unit.handlers.conftest import FakeConnection, frame_bytes
+from tests.unit.handlers.conftest import FakeConnection, app_core, frame_bytes
 
 HOST = "127.0.0.1"
 PORT = 19092
@@ -40,28 +33,16 @@ class AdminBroker:
     def __init__(self, tmp_path: Path, **overrides: str) -> None:
         props = {"log.dirs": str(tmp_path / "data"), **overrides}
         self.config = BrokerConfig.from_properties(props)
-        self.log_manager = LogManager(self.config.log_dirs, self.config)
-        self.log_manager.startup()
         self.metrics = BrokerMetrics(records_implementation="test", event_loop="none", version="0")
-        self.group_commit = GroupCommit()
         self.now = 1_700_000_000_000
-        self.replica_manager = ReplicaManager(
-            self.log_manager, recorder=self.metrics.validator_recorder, time_ms=self.now_ms
-        )
-        self.acl_control = open_acl_control(self.config, self.config.log_dirs[0])
-        self.context = BrokerContext(
-            config=self.config,
-            node_id=self.config.node_id,
-            cluster_id=self.log_manager.cluster_id or "",
-            advertised=Endpoint(HOST, PORT),
-            log_manager=self.log_manager,
-            replica_manager=self.replica_manager,
-            meters=self.metrics,
-            durability=self.group_commit,
-            producer_ids=ProducerIdManager(self.log_manager.log_dirs[0]),
-            acl_control=self.acl_control,
-        )
-        self.dispatcher = Dispatcher(HandlerRegistry(self.context), self.metrics)
+        core = app_core(self.config, self.metrics, time_ms=self.now_ms, offload=run_here)
+        self.log_manager = core.log_manager
+        self.replica_manager = core.replica_manager
+        self.group_commit = core.group_commit
+        self.acl_control = core.acl_control
+        self.context = core.context
+        self.context.advertised = Endpoint(HOST, PORT)
+        self.dispatcher = core.dispatcher
         self.connection = FakeConnection()
         self._correlation = itertools.count(1)
         self.closed = False

@@ -65,7 +65,8 @@ def test_describe_cluster_endpoint_types(broker, endpoint, code, message):
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3])
 def test_find_coordinator_single_key(broker, version):
-    # this broker is built without a group coordinator (tests/unit/groups covers one)
+    # as on a node that is not the groups' coordinator (tests/unit/groups covers one)
+    broker.context.groups = None
     resp = broker.call(version, FindCoordinatorRequest(key="my-group", key_type=0))
     assert resp.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
     assert (resp.node_id, resp.host, resp.port) == (-1, "", -1)

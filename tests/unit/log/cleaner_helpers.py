@@ -62,11 +62,11 @@ def make_cleaner(
     return Cleaner(
         0,
         offset_map,
-        max_message_size,
-        max_message_size,
-        0.75,
-        Throttler(float("inf")),
-        check_done,
+        io_buffer_size=max_message_size,
+        max_io_buffer_size=max_message_size,
+        dup_buffer_load_factor=0.75,
+        throttler=Throttler(float("inf")),
+        check_done=check_done,
     )
 
 

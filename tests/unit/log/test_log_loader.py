@@ -110,7 +110,7 @@ def test_log_recovery_is_called_upon_broker_crash(tmp_path: Path) -> None:
     real_load = recovery.load_log
 
     def spy(*args: object, **kwargs: object) -> recovery.LoadedLog:
-        calls.append(bool(args[4]))
+        calls.append(bool(kwargs["had_clean_shutdown"]))
         return real_load(*args, **kwargs)  # type: ignore[arg-type]
 
     recovery_module_load = "broker.log.unified_log.load_log"

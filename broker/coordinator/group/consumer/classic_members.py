@@ -122,8 +122,9 @@ class ClassicMembersManager(ConsumerGroupManager):
                 log.info("[GroupId %s] Member %s joins the consumer group using the classic "
                          "protocol.", group_id, member_id)  # fmt: skip
         else:
-            member = self._static_member(group, member_id, -1, instance_id, [], unknown, records,
-                                         use_classic=True)  # fmt: skip
+            member = self._static_member(group, member_id, member_epoch=-1,
+                                         instance_id=instance_id, owned=[], create=unknown,
+                                         records=records, use_classic=True)  # fmt: skip
         subscription = _subscription(protocols)
         rebalance_timeout_ms = request.rebalance_timeout_ms
         updated = member.replace(
@@ -139,7 +140,7 @@ class ClassicMembersManager(ConsumerGroupManager):
         )
         owned = self._owned(subscription)
         updated, refreshed, version, group_epoch = self._subscribe_and_reconcile(
-            group, member, updated, owned, None, records
+            group, member, updated, owned=owned, authorized_topics=None, records=records
         )
 
         # 4. a static member replacing the last consumer protocol member: back to classic

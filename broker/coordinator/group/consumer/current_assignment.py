@@ -52,24 +52,34 @@ def build_current_assignment(
     state = member.state
     if state is MemberState.STABLE:
         if member.member_epoch != target_epoch:
-            return _next(member, member.member_epoch, target_epoch, target,
-                         current_partition_epoch, owned)  # fmt: skip
+            return _next(member, member_epoch=member.member_epoch, target_epoch=target_epoch,
+                         target=target, current_partition_epoch=current_partition_epoch,
+                         owned=owned)  # fmt: skip
         return member
     if state is MemberState.UNREVOKED_PARTITIONS:
         if owns_any(owned, member.partitions_pending_revocation):
             return member
-        return _next(member, member.member_epoch + 1, target_epoch, target,
-                     current_partition_epoch, owned)  # fmt: skip
+        return _next(member, member_epoch=member.member_epoch + 1, target_epoch=target_epoch,
+                     target=target, current_partition_epoch=current_partition_epoch,
+                     owned=owned)  # fmt: skip
     if state is MemberState.UNRELEASED_PARTITIONS:
-        return _next(member, member.member_epoch, target_epoch, target,
-                     current_partition_epoch, owned)  # fmt: skip
+        return _next(member, member_epoch=member.member_epoch, target_epoch=target_epoch,
+                     target=target, current_partition_epoch=current_partition_epoch,
+                     owned=owned)  # fmt: skip
     if owned is None or len(owned) != 0:
         raise GroupError(
             ErrorCode.FENCED_MEMBER_EPOCH,
             "The consumer group member is in a unknown state. The member must abandon all its "
             "partitions and rejoin.",
         )
-    return _next(member, target_epoch, target_epoch, target, current_partition_epoch, owned)
+    return _next(
+        member,
+        member_epoch=target_epoch,
+        target_epoch=target_epoch,
+        target=target,
+        current_partition_epoch=current_partition_epoch,
+        owned=owned,
+    )
 
 
 def owns_any(
@@ -85,8 +95,9 @@ def owns_any(
     return False
 
 
-def _next(  # noqa: PLR0917 (Kafka's computeNextAssignment and its inputs)
+def _next(
     member: ConsumerGroupMember,
+    *,
     member_epoch: int,
     target_epoch: int,
     target: Assignment,

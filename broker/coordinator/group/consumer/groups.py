@@ -164,9 +164,10 @@ def _assignors(names: Iterable[str]) -> dict[str, ConsumerGroupPartitionAssignor
 
 
 class ConsumerGroups:
-    def __init__(  # noqa: PLR0917 (the shard's collaborators, as the classic manager's)
+    def __init__(
         self,
         config: GroupConfig,
+        *,
         timer: CoordinatorTimer,
         time_ms: Callable[[], int],
         write: Writer,
@@ -263,12 +264,13 @@ class ConsumerGroups:
 
     # ---- writes ------------------------------------------------------------------------------
 
-    def write_then(  # noqa: PLR0917 (the write, its answers and its two hooks)
+    def write_then(
         self,
         group_id: str,
         records: list[Record],
         response: T,
         on_error: Callable[[ErrorCode], T],
+        *,
         apply: Callable[[], None] | None = None,
         on_revert: Callable[[], None] | None = None,
     ) -> Reply[T]:
@@ -753,13 +755,13 @@ class ConsumerGroups:
             classic.add(
                 ClassicGroupMember(
                     m.member_id,
-                    m.instance_id,
-                    m.client_id,
-                    m.client_host,
-                    m.rebalance_timeout_ms,
-                    classic_metadata.session_timeout_ms,
-                    CONSUMER_PROTOCOL_TYPE,
-                    classic_metadata.supported_protocols,
+                    group_instance_id=m.instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    rebalance_timeout_ms=m.rebalance_timeout_ms,
+                    session_timeout_ms=classic_metadata.session_timeout_ms,
+                    protocol_type=CONSUMER_PROTOCOL_TYPE,
+                    supported_protocols=classic_metadata.supported_protocols,
                 )
             )
         classic.protocol_name = classic.select_protocol()
@@ -816,7 +818,9 @@ class ConsumerGroups:
                     timeout = None if meta is None else meta.session_timeout_ms
                     self.schedule_session_timeout(group_id, m.member_id, timeout)
 
-        return self.write_then(group_id, records, response, on_error, install, revert)
+        return self.write_then(
+            group_id, records, response, on_error, apply=install, on_revert=revert
+        )
 
     def restore_classic_group(
         self, classic: ClassicGroup, state: tuple[GroupState, GroupState]

@@ -187,8 +187,9 @@ class ConsumerGroupManager(ConsumerGroups):
                          "protocol.", group_id, member_id)  # fmt: skip
             _check_member_epoch(member, member_epoch, owned)
         else:
-            member = self._static_member(group, member_id, member_epoch, instance_id, owned,
-                                         create, records)  # fmt: skip
+            member = self._static_member(group, member_id, member_epoch=member_epoch,
+                                         instance_id=instance_id, owned=owned, create=create,
+                                         records=records)  # fmt: skip
 
         # 1. the member, its subscription, the group epoch
         updated = member.replace(
@@ -209,7 +210,12 @@ class ConsumerGroupManager(ConsumerGroups):
             classic_member_metadata=None,
         )
         updated, refreshed, version, group_epoch = self._subscribe_and_reconcile(
-            group, member, updated, owned, authorized_topics, records
+            group,
+            member,
+            updated,
+            owned=owned,
+            authorized_topics=authorized_topics,
+            records=records,
         )
         self.schedule_session_timeout(group_id, member_id)
 
@@ -231,7 +237,7 @@ class ConsumerGroupManager(ConsumerGroups):
             def on_revert() -> None:
                 self.restore_classic_group(replaced, replaced_state)
 
-        reply = self.write_then(group_id, records, response, error_response, None, on_revert)
+        reply = self.write_then(group_id, records, response, error_response, on_revert=on_revert)
         # soft state, on the group as the records made it (a new group exists only now)
         registered = self.groups.get(group_id)
         if registered is not None and (not reply.done or reply.value.error_code == 0):
@@ -245,11 +251,12 @@ class ConsumerGroupManager(ConsumerGroups):
                 registered.unconfirmed.discard(member_id)
         return reply
 
-    def _subscribe_and_reconcile(  # noqa: PLR0917 (the three steps of a heartbeat)
+    def _subscribe_and_reconcile(
         self,
         group: ConsumerGroup,
         member: ConsumerGroupMember,
         updated: ConsumerGroupMember,
+        *,
         owned: Sequence[ConsumerGroupHeartbeatRequest.TopicPartitions] | None,
         authorized_topics: TopicFilter | None,
         records: list[Record],
@@ -299,7 +306,13 @@ class ConsumerGroupManager(ConsumerGroups):
         # 2. the target assignment
         if group_epoch > group.assignment_epoch:
             target = self._update_target_assignment(
-                group, group_epoch, member, updated, metadata, kind, records
+                group,
+                group_epoch,
+                member=member,
+                updated=updated,
+                metadata=metadata,
+                kind=kind,
+                records=records,
             )
             target_epoch = group_epoch
         else:
@@ -307,7 +320,9 @@ class ConsumerGroupManager(ConsumerGroups):
             target = group.target_assignment_of(updated.member_id, updated.instance_id)
 
         # 3. reconciliation
-        updated = self._maybe_reconcile(group, updated, target_epoch, target, owned, records)
+        updated = self._maybe_reconcile(
+            group, updated, target_epoch=target_epoch, target=target, owned=owned, records=records
+        )
         return updated, refreshed, version, group_epoch
 
     def _get_or_maybe_create_group(
@@ -342,10 +357,11 @@ class ConsumerGroupManager(ConsumerGroups):
                 f"The consumer group has reached its maximum capacity of {limit} members.",
             )
 
-    def _static_member(  # noqa: PLR0917 (Kafka's getOrMaybeSubscribeStaticConsumerGroupMember)
+    def _static_member(
         self,
         group: ConsumerGroup,
         member_id: str,
+        *,
         member_epoch: int,
         instance_id: str,
         owned: Sequence[ConsumerGroupHeartbeatRequest.TopicPartitions] | None,
@@ -397,10 +413,11 @@ class ConsumerGroupManager(ConsumerGroups):
             _check_member_epoch(existing, member_epoch, owned)
         return existing
 
-    def _update_target_assignment(  # noqa: PLR0917 (Kafka's updateTargetAssignment)
+    def _update_target_assignment(
         self,
         group: ConsumerGroup,
         group_epoch: int,
+        *,
         member: ConsumerGroupMember,
         updated: ConsumerGroupMember,
         metadata: dict[str, TopicMetadata],
@@ -414,7 +431,12 @@ class ConsumerGroupManager(ConsumerGroups):
             changes[previous] = None  # the replaced static member
         try:
             result = build_target_assignment(
-                group, group_epoch, self.assignors[name], metadata, kind, changes
+                group,
+                group_epoch,
+                assignor=self.assignors[name],
+                subscription_metadata=metadata,
+                subscription_type=kind,
+                updated=changes,
             )
         except PartitionAssignorError as exc:
             message = f"Failed to compute a new target assignment for epoch {group_epoch}: {exc}"
@@ -425,10 +447,11 @@ class ConsumerGroupManager(ConsumerGroups):
         records.extend(result.records)
         return result.assignment.get(updated.member_id, EMPTY_ASSIGNMENT)
 
-    def _maybe_reconcile(  # noqa: PLR0917 (Kafka's maybeReconcile)
+    def _maybe_reconcile(
         self,
         group: ConsumerGroup,
         member: ConsumerGroupMember,
+        *,
         target_epoch: int,
         target: Assignment,
         owned: Sequence[ConsumerGroupHeartbeatRequest.TopicPartitions] | None,

@@ -37,9 +37,10 @@ class TargetAssignmentResult:
     assignment: GroupAssignment
 
 
-def build_target_assignment(  # noqa: PLR0917 (the builder's inputs, as Kafka's withers)
+def build_target_assignment(
     group: ConsumerGroup,
     group_epoch: int,
+    *,
     assignor: ConsumerGroupPartitionAssignor,
     subscription_metadata: Mapping[str, TopicMetadata],
     subscription_type: SubscriptionType,
