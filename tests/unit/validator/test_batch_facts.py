@@ -3,7 +3,7 @@ what reading the validated bytes' headers gives (``parse_batch_infos``): the
 log takes the validator's list instead of parsing again, so the two must
 never differ, whatever path validated the records (the one-call in-place
 path with either twin, the general in-place path, a conversion, a
-recompression)."""
+recompression), and with a trailing partial batch dropped."""
 
 from __future__ import annotations
 
@@ -81,6 +81,7 @@ def _declined(*_args: Any) -> None:
     compression=st.sampled_from(["producer", "uncompressed", "gzip"]),
     next_offset=st.sampled_from([0, 41, 2**40]),
     epoch=st.sampled_from([-1, 0, 12]),
+    partial_tail=st.sampled_from([0, 0, 0, 9, 30]),
 )
 def test_the_validators_batches_are_the_validated_bytes_headers(
     path: Any,
@@ -89,8 +90,10 @@ def test_the_validators_batches_are_the_validated_bytes_headers(
     compression: str,
     next_offset: int,
     epoch: int,
+    partial_tail: int,
 ) -> None:
     data, produce_version = request
+    data += data[:partial_tail]  # a trailing partial batch is dropped before the log
     with pytest.MonkeyPatch.context() as patch:
         if path is None:
             patch.setattr(validate, "_in_place_v2", _declined)
