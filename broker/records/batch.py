@@ -100,11 +100,16 @@ RECORDS_COUNT_OFFSET = FIELD_OFFSETS["records_count"]
 RECORDS_OFFSET = HEADER_STRUCT.size
 RECORD_BATCH_OVERHEAD = RECORDS_OFFSET
 
+
+def _field_size(name: str) -> int:
+    return struct.calcsize(">" + dict(HEADER_FIELDS)[name])
+
+
 #: ``Records.LOG_OVERHEAD``: the offset and size fields before every entry
 #: (a v2 batch's base offset and length, a legacy entry's offset and size).
-LOG_OVERHEAD = PARTITION_LEADER_EPOCH_OFFSET
+LOG_OVERHEAD = LENGTH_OFFSET + _field_size("batch_length")
 #: bytes needed to read the magic of any entry (``HEADER_SIZE_UP_TO_MAGIC``).
-HEADER_SIZE_UP_TO_MAGIC = CRC_OFFSET
+HEADER_SIZE_UP_TO_MAGIC = MAGIC_OFFSET + _field_size("magic")
 
 # the layout of the module docstring (and of DefaultRecordBatch.java)
 assert (
