@@ -56,7 +56,12 @@ from broker.records.batch import (
     MAGIC_V2,
     RECORD_BATCH_OVERHEAD,
 )
-from broker.records.legacy import MIN_RECORD_SIZE, RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
+from broker.records.legacy import (
+    MIN_RECORD_SIZE,
+    RECORD_MAGIC_OFFSET,
+    RECORD_OVERHEAD_V0,
+    RECORD_OVERHEAD_V1,
+)
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
@@ -145,7 +150,7 @@ def scan_segment(  # noqa: PLR0917
             else:
                 _off, _size, crc, _m, attributes = _LEGACY_V0.unpack_from(view, pos)
                 batch_max_ts = NO_TIMESTAMP
-            if zlib.crc32(view[pos + MAGIC_OFFSET : pos + total]) != crc:
+            if zlib.crc32(view[pos + RECORD_MAGIC_OFFSET : pos + total]) != crc:
                 error = f"CRC-32 mismatch of the message at position {pos + position_base}"
                 break
             if offset <= last_offset:
