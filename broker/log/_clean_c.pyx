@@ -29,6 +29,8 @@ messages.
 """
 
 from broker.log import _clean_py
+from broker.records import batch as _batch
+from broker.records import legacy as _legacy
 from broker.log._clean_py import (
     DONE,
     KEEP_ALL,
@@ -435,6 +437,69 @@ cdef extern from *:
 
 broker_md5_init()
 broker_crc_init()
+
+# The entry layout of broker.records.batch (v2 header) and broker.records.legacy
+# (v0/v1 entry, offsets from the entry start), as C constants under the same names
+# (checked against those modules at import)
+cdef enum:
+    LOG_OVERHEAD = 12
+    LENGTH_OFFSET = 8
+    PARTITION_LEADER_EPOCH_OFFSET = 12
+    MAGIC_OFFSET = 16
+    HEADER_SIZE_UP_TO_MAGIC = 17
+    CRC_OFFSET = 17
+    ATTRIBUTES_OFFSET = 21
+    LAST_OFFSET_DELTA_OFFSET = 23
+    BASE_TIMESTAMP_OFFSET = 27
+    MAX_TIMESTAMP_OFFSET = 35
+    PRODUCER_ID_OFFSET = 43
+    PRODUCER_EPOCH_OFFSET = 51
+    RECORDS_COUNT_OFFSET = 57
+    RECORDS_OFFSET = 61
+    RECORD_BATCH_OVERHEAD = 61
+    MAGIC_V0 = 0
+    MAGIC_V1 = 1
+    MAGIC_V2 = 2
+    MIN_RECORD_SIZE = 14
+    RECORD_OVERHEAD_V0 = 14
+    RECORD_OVERHEAD_V1 = 22
+    RECORD_HEADER_SIZE_V0 = 6
+    RECORD_HEADER_SIZE_V1 = 14
+    RECORD_CRC_OFFSET = 12
+    RECORD_MAGIC_OFFSET = 16
+    RECORD_ATTRIBUTES_OFFSET = 17
+
+_C_LAYOUT = {
+    (_batch, "LOG_OVERHEAD"): LOG_OVERHEAD,
+    (_batch, "LENGTH_OFFSET"): LENGTH_OFFSET,
+    (_batch, "PARTITION_LEADER_EPOCH_OFFSET"): PARTITION_LEADER_EPOCH_OFFSET,
+    (_batch, "MAGIC_OFFSET"): MAGIC_OFFSET,
+    (_batch, "HEADER_SIZE_UP_TO_MAGIC"): HEADER_SIZE_UP_TO_MAGIC,
+    (_batch, "CRC_OFFSET"): CRC_OFFSET,
+    (_batch, "ATTRIBUTES_OFFSET"): ATTRIBUTES_OFFSET,
+    (_batch, "LAST_OFFSET_DELTA_OFFSET"): LAST_OFFSET_DELTA_OFFSET,
+    (_batch, "BASE_TIMESTAMP_OFFSET"): BASE_TIMESTAMP_OFFSET,
+    (_batch, "MAX_TIMESTAMP_OFFSET"): MAX_TIMESTAMP_OFFSET,
+    (_batch, "PRODUCER_ID_OFFSET"): PRODUCER_ID_OFFSET,
+    (_batch, "PRODUCER_EPOCH_OFFSET"): PRODUCER_EPOCH_OFFSET,
+    (_batch, "RECORDS_COUNT_OFFSET"): RECORDS_COUNT_OFFSET,
+    (_batch, "RECORDS_OFFSET"): RECORDS_OFFSET,
+    (_batch, "RECORD_BATCH_OVERHEAD"): RECORD_BATCH_OVERHEAD,
+    (_batch, "MAGIC_V0"): MAGIC_V0,
+    (_batch, "MAGIC_V1"): MAGIC_V1,
+    (_batch, "MAGIC_V2"): MAGIC_V2,
+    (_legacy, "MIN_RECORD_SIZE"): MIN_RECORD_SIZE,
+    (_legacy, "RECORD_OVERHEAD_V0"): RECORD_OVERHEAD_V0,
+    (_legacy, "RECORD_OVERHEAD_V1"): RECORD_OVERHEAD_V1,
+    (_legacy, "RECORD_HEADER_SIZE_V0"): RECORD_HEADER_SIZE_V0,
+    (_legacy, "RECORD_HEADER_SIZE_V1"): RECORD_HEADER_SIZE_V1,
+    (_legacy, "RECORD_CRC_OFFSET"): RECORD_CRC_OFFSET,
+    (_legacy, "RECORD_MAGIC_OFFSET"): RECORD_MAGIC_OFFSET,
+    (_legacy, "RECORD_ATTRIBUTES_OFFSET"): RECORD_ATTRIBUTES_OFFSET,
+}
+for (_module, _name), _value in _C_LAYOUT.items():
+    if getattr(_module, _name) != _value:
+        raise ImportError(f"_clean_c: {_name} differs from {_module.__name__}")
 
 cdef enum:
     _HASH = 16
@@ -1125,23 +1190,24 @@ def map_records(OffsetMap offset_map, buf, Py_ssize_t pos, Py_ssize_t end, int64
 cdef inline Py_ssize_t _entry(const uint8_t* b, Py_ssize_t pos, Py_ssize_t end, int64_t* offset,
                               int* magic, Err* e) noexcept nogil:
     """Total size of the entry at pos, 0 when it does not fit, -1 on error."""
-    if pos + 17 >= end:
+    if pos + HEADER_SIZE_UP_TO_MAGIC >= end:
         return 0
     offset[0] = _i64(b + pos)
-    cdef int64_t size = _i32(b + pos + 8)
-    if size < 14:
+    cdef int64_t size = _i32(b + pos + LENGTH_OFFSET)
+    if size < MIN_RECORD_SIZE:
         _fail(e, C_E_ENTRY_SIZE, size, pos, 0)
         return -1
-    cdef int64_t total = size + 12
+    cdef int64_t total = size + LOG_OVERHEAD
     if pos + total > end:
         return 0
-    magic[0] = <int8_t>b[pos + 16]
-    if magic[0] == 2:
-        if total < 61:
+    magic[0] = <int8_t>b[pos + MAGIC_OFFSET]
+    if magic[0] == MAGIC_V2:
+        if total < RECORD_BATCH_OVERHEAD:
             _fail(e, C_E_V2_SMALL, total, pos, 0)
             return -1
-    elif magic[0] == 0 or magic[0] == 1:
-        if total < (26 if magic[0] == 0 else 34):
+    elif magic[0] == MAGIC_V0 or magic[0] == MAGIC_V1:
+        if total < LOG_OVERHEAD + (
+                RECORD_OVERHEAD_V0 if magic[0] == MAGIC_V0 else RECORD_OVERHEAD_V1):
             _fail(e, C_E_LEGACY_SMALL, total, pos, magic[0])
             return -1
     else:
@@ -1153,7 +1219,8 @@ cdef inline Py_ssize_t _entry(const uint8_t* b, Py_ssize_t pos, Py_ssize_t end, 
 cdef int _legacy_key_value(const uint8_t* b, Py_ssize_t pos, Py_ssize_t total, int magic,
                            Py_ssize_t* key, int64_t* key_len, int64_t* value_len,
                            Err* e) noexcept nogil:
-    cdef Py_ssize_t p = pos + (26 if magic == 1 else 18)
+    cdef Py_ssize_t p = pos + LOG_OVERHEAD + (
+        RECORD_HEADER_SIZE_V1 if magic == MAGIC_V1 else RECORD_HEADER_SIZE_V0)
     cdef Py_ssize_t end = pos + total
     key_len[0] = _i32(b + p)
     p += 4
@@ -1195,10 +1262,10 @@ def map_chunk(OffsetMap offset_map, buf, Py_ssize_t start, Py_ssize_t end,
                 if total <= 0:
                     status = -1 if total < 0 else C_DONE
                     break
-                if magic == 2:
-                    attributes = _i16(b + pos + 21)
-                    last_offset = offset + _i32(b + pos + 23)
-                    count = _i32(b + pos + 57)
+                if magic == MAGIC_V2:
+                    attributes = _i16(b + pos + ATTRIBUTES_OFFSET)
+                    last_offset = offset + _i32(b + pos + LAST_OFFSET_DELTA_OFFSET)
+                    count = _i32(b + pos + RECORDS_COUNT_OFFSET)
                     if attributes & 0x30:  # KEEP_TXN (see _clean_py.py)
                         read += 1 if attributes & 0x20 else (count if count > 0 else 0)
                     else:
@@ -1209,8 +1276,8 @@ def map_chunk(OffsetMap offset_map, buf, Py_ssize_t start, Py_ssize_t end,
                             _fail(&e, C_E_RECORD_COUNT, count, 0, 0)
                             status = -1
                             break
-                        s = _map_records(offset_map, b, pos + 61, pos + total, count, offset,
-                                         start_offset, max_entries, &read, &items, &e)
+                        s = _map_records(offset_map, b, pos + RECORDS_OFFSET, pos + total, count,
+                                         offset, start_offset, max_entries, &read, &items, &e)
                         if s < 0:
                             status = s
                             break
@@ -1218,7 +1285,7 @@ def map_chunk(OffsetMap offset_map, buf, Py_ssize_t start, Py_ssize_t end,
                             status = C_MAP_FULL
                             break
                 else:
-                    if b[pos + 17] & 0x07:
+                    if b[pos + RECORD_ATTRIBUTES_OFFSET] & 0x07:
                         status = C_NEEDS_CODEC
                         break
                     last_offset = offset
@@ -1471,16 +1538,18 @@ cdef int _write_header(uint8_t* out, Py_ssize_t pos, Py_ssize_t size, const uint
         _fail(e, C_E_TIMESTAMP, base_timestamp, 0, 0)
         return -1
     memcpy(out + pos, src, 8)  # base offset
-    _put_i32(out + pos + 8, size - 12)
-    memcpy(out + pos + 12, src + 12, 4)  # partition leader epoch
-    out[pos + 16] = 2
-    _put_i16(out + pos + 21, attributes)
-    memcpy(out + pos + 23, src + 23, 4)  # last offset delta
-    _put_i64(out + pos + 27, base_timestamp)
-    _put_i64(out + pos + 35, max_timestamp)
-    memcpy(out + pos + 43, src + 43, 14)  # producer id, epoch, base sequence
-    _put_i32(out + pos + 57, count)
-    _put_i32(out + pos + 17, broker_crc32c(out + pos + 21, <size_t>(size - 21)))
+    _put_i32(out + pos + LENGTH_OFFSET, size - LOG_OVERHEAD)
+    memcpy(out + pos + PARTITION_LEADER_EPOCH_OFFSET, src + PARTITION_LEADER_EPOCH_OFFSET, 4)
+    out[pos + MAGIC_OFFSET] = MAGIC_V2
+    _put_i16(out + pos + ATTRIBUTES_OFFSET, attributes)
+    memcpy(out + pos + LAST_OFFSET_DELTA_OFFSET, src + LAST_OFFSET_DELTA_OFFSET, 4)
+    _put_i64(out + pos + BASE_TIMESTAMP_OFFSET, base_timestamp)
+    _put_i64(out + pos + MAX_TIMESTAMP_OFFSET, max_timestamp)
+    memcpy(out + pos + PRODUCER_ID_OFFSET, src + PRODUCER_ID_OFFSET,
+           RECORDS_COUNT_OFFSET - PRODUCER_ID_OFFSET)  # producer id, epoch, base sequence
+    _put_i32(out + pos + RECORDS_COUNT_OFFSET, count)
+    _put_i32(out + pos + CRC_OFFSET,
+             broker_crc32c(out + pos + ATTRIBUTES_OFFSET, <size_t>(size - ATTRIBUTES_OFFSET)))
     return 0
 
 
@@ -1489,7 +1558,8 @@ def write_v2_header(out, Py_ssize_t pos, Py_ssize_t size, source, Py_ssize_t sou
                     int64_t count):
     cdef uint8_t[::1] o = out
     cdef const uint8_t[::1] s = _bytes_view(source)
-    if pos < 0 or pos + size > o.shape[0] or size < 61 or source_pos + 61 > s.shape[0]:
+    if (pos < 0 or pos + size > o.shape[0] or size < RECORD_BATCH_OVERHEAD
+            or source_pos + RECORD_BATCH_OVERHEAD > s.shape[0]):
         raise ValueError("header outside the buffer")
     cdef Err e
     e.code = 0
@@ -1500,15 +1570,17 @@ def write_v2_header(out, Py_ssize_t pos, Py_ssize_t size, source, Py_ssize_t sou
 
 cdef inline Py_ssize_t _write_empty(uint8_t* out, Py_ssize_t o, const uint8_t* src,
                                     Err* e) noexcept nogil:
-    if _write_header(out, o, 61, src, _i16(src + 21) & 0x38, -1, _i64(src + 35), 0, e) < 0:
+    if _write_header(out, o, RECORD_BATCH_OVERHEAD, src, _i16(src + ATTRIBUTES_OFFSET) & 0x38,
+                     -1, _i64(src + MAX_TIMESTAMP_OFFSET), 0, e) < 0:
         return -1
-    return o + 61
+    return o + RECORD_BATCH_OVERHEAD
 
 
 def write_empty_batch(out, Py_ssize_t o, source, Py_ssize_t source_pos):
     cdef uint8_t[::1] ov = out
     cdef const uint8_t[::1] s = _bytes_view(source)
-    if o < 0 or o + 61 > ov.shape[0] or source_pos + 61 > s.shape[0]:
+    if (o < 0 or o + RECORD_BATCH_OVERHEAD > ov.shape[0]
+            or source_pos + RECORD_BATCH_OVERHEAD > s.shape[0]):
         raise ValueError("header outside the buffer")
     cdef Err e
     e.code = 0
@@ -1549,10 +1621,12 @@ def filter_chunk(OffsetMap offset_map, ActiveProducers producers, buf, Py_ssize_
                 if total <= 0:
                     status = -1 if total < 0 else C_DONE
                     break
-                if magic == 2:
-                    attributes = _i16(b + pos + 21)
-                    count = _i32(b + pos + 57)
-                    if broker_crc32c(b + pos + 21, <size_t>(total - 21)) != <uint32_t>_i32(b + pos + 17):
+                if magic == MAGIC_V2:
+                    attributes = _i16(b + pos + ATTRIBUTES_OFFSET)
+                    count = _i32(b + pos + RECORDS_COUNT_OFFSET)
+                    if (broker_crc32c(b + pos + ATTRIBUTES_OFFSET,
+                                      <size_t>(total - ATTRIBUTES_OFFSET))
+                            != <uint32_t>_i32(b + pos + CRC_OFFSET)):
                         _fail(&e, C_E_CRC32C, pos, 0, 0)
                         status = -1
                         break
@@ -1578,11 +1652,12 @@ def filter_chunk(OffsetMap offset_map, ActiveProducers producers, buf, Py_ssize_
                     if o + total + 13 * (count if count < total else total) > capacity:
                         status = C_OUT_FULL
                         break
-                    horizon = _i64(b + pos + 27) if attributes & 0x40 else -1
-                    lat = _i64(b + pos + 35) if attributes & 0x08 else -1
-                    if _filter_records(offset_map, b, pos + 61, pos + total, count, offset,
-                                       _i64(b + pos + 27), lat, horizon, now, new_horizon,
-                                       latest_offset, op, o + 61, capacity, &keeps, &res,
+                    horizon = _i64(b + pos + BASE_TIMESTAMP_OFFSET) if attributes & 0x40 else -1
+                    lat = _i64(b + pos + MAX_TIMESTAMP_OFFSET) if attributes & 0x08 else -1
+                    if _filter_records(offset_map, b, pos + RECORDS_OFFSET, pos + total, count,
+                                       offset, _i64(b + pos + BASE_TIMESTAMP_OFFSET), lat,
+                                       horizon, now, new_horizon, latest_offset, op,
+                                       o + RECORDS_OFFSET, capacity, &keeps, &res,
                                        &e) < 0:
                         status = -1 if e.code else -3
                         break
@@ -1602,19 +1677,22 @@ def filter_chunk(OffsetMap offset_map, ActiveProducers producers, buf, Py_ssize_
                             break
                         o = res.out_end
                         kept += res.kept
-                    elif _i64(b + pos + 43) >= 0 and producers.is_last_c(
-                            _i64(b + pos + 43), offset + _i32(b + pos + 23), False,
-                            _i16(b + pos + 51)):
+                    elif _i64(b + pos + PRODUCER_ID_OFFSET) >= 0 and producers.is_last_c(
+                            _i64(b + pos + PRODUCER_ID_OFFSET),
+                            offset + _i32(b + pos + LAST_OFFSET_DELTA_OFFSET), False,
+                            _i16(b + pos + PRODUCER_EPOCH_OFFSET)):
                         o = _write_empty(op, o, b + pos, &e)
                         if o < 0:
                             status = -1
                             break
                 else:
-                    if broker_crc32(b + pos + 16, <size_t>(total - 16)) != <uint32_t>_i32(b + pos + 12):
+                    if (broker_crc32(b + pos + RECORD_MAGIC_OFFSET,
+                                     <size_t>(total - RECORD_MAGIC_OFFSET))
+                            != <uint32_t>_i32(b + pos + RECORD_CRC_OFFSET)):
                         _fail(&e, C_E_CRC32, pos, 0, 0)
                         status = -1
                         break
-                    if b[pos + 17] & 0x07:
+                    if b[pos + RECORD_ATTRIBUTES_OFFSET] & 0x07:
                         status = C_NEEDS_CODEC
                         break
                     if o + total > capacity:

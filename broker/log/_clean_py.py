@@ -70,6 +70,29 @@ from typing import Any
 from crc32c import crc32c
 
 from broker.errors import CorruptRecordError, InvalidRecordError
+from broker.records.batch import (
+    ATTRIBUTES_OFFSET,
+    CRC_OFFSET,
+    FIELD_INDEX,
+    HEADER_SIZE_UP_TO_MAGIC,
+    HEADER_STRUCT,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_V0,
+    MAGIC_V1,
+    MAGIC_V2,
+    RECORD_BATCH_OVERHEAD,
+    RECORDS_OFFSET,
+)
+from broker.records.legacy import (
+    MIN_RECORD_SIZE,
+    RECORD_ATTRIBUTES_OFFSET,
+    RECORD_HEADER_SIZE_V0,
+    RECORD_HEADER_SIZE_V1,
+    RECORD_MAGIC_OFFSET,
+    RECORD_OVERHEAD_V0,
+    RECORD_OVERHEAD_V1,
+)
 
 HASH_SIZE = 16
 BYTES_PER_ENTRY = HASH_SIZE + 8
@@ -89,8 +112,24 @@ REBUILT = 2  # the kept records were written re-encoded
 
 _INT_MIN = -(2**31)
 _M32 = 0xFFFFFFFF
-_LEGACY_MIN = {0: 26, 1: 34}
-_V2 = struct.Struct(">qiibIhiqqqhii")
+#: the smallest legacy entries and where their key length is (log overhead included)
+_ENTRY_V0 = LOG_OVERHEAD + RECORD_OVERHEAD_V0
+_ENTRY_V1 = LOG_OVERHEAD + RECORD_OVERHEAD_V1
+_KEY_V0 = LOG_OVERHEAD + RECORD_HEADER_SIZE_V0
+_KEY_V1 = LOG_OVERHEAD + RECORD_HEADER_SIZE_V1
+# the fields of a HEADER_STRUCT tuple
+_BASE_OFFSET = FIELD_INDEX["base_offset"]
+_LEADER_EPOCH = FIELD_INDEX["partition_leader_epoch"]
+_CRC = FIELD_INDEX["crc"]
+_ATTRIBUTES = FIELD_INDEX["attributes"]
+_LAST_DELTA = FIELD_INDEX["last_offset_delta"]
+_BASE_TIMESTAMP = FIELD_INDEX["base_timestamp"]
+_MAX_TIMESTAMP = FIELD_INDEX["max_timestamp"]
+_PRODUCER_ID = FIELD_INDEX["producer_id"]
+_PRODUCER_EPOCH = FIELD_INDEX["producer_epoch"]
+_BASE_SEQUENCE = FIELD_INDEX["base_sequence"]
+_RECORDS_COUNT = FIELD_INDEX["records_count"]
+_LEGACY_MIN = {MAGIC_V0: _ENTRY_V0, MAGIC_V1: _ENTRY_V1}
 _OFFSET_SIZE = struct.Struct(">qi")
 _LEGACY = struct.Struct(">qiIbb")
 _I64 = struct.Struct(">q")
@@ -505,7 +544,7 @@ def map_records(  # noqa: PLR0917
 
 def _legacy_key_value(view: Any, pos: int, total: int, magic: int) -> tuple[int, int, int, int]:
     """(key position, key length, value position, value length) of a legacy entry."""
-    p = pos + (26 if magic == 1 else 18)
+    p = pos + (_KEY_V1 if magic == MAGIC_V1 else _KEY_V0)
     end = pos + total
     key_len = _I32.unpack_from(view, p)[0]
     p += 4
@@ -523,21 +562,21 @@ def _legacy_key_value(view: Any, pos: int, total: int, magic: int) -> tuple[int,
 
 def _entry(view: Any, pos: int, end: int) -> tuple[int, int, int] | None:
     """(offset, total size, magic) of the entry at pos, None when it does not fit."""
-    if pos + 17 >= end:
+    if pos + HEADER_SIZE_UP_TO_MAGIC >= end:
         return None
     offset, size = _OFFSET_SIZE.unpack_from(view, pos)
-    if size < 14:
+    if size < MIN_RECORD_SIZE:
         raise error(E_ENTRY_SIZE, size, pos)
-    total = size + 12
+    total = size + LOG_OVERHEAD
     if pos + total > end:
         return None
-    magic = view[pos + 16]
+    magic = view[pos + MAGIC_OFFSET]
     if magic > 127:  # a signed byte, as Kafka reads it
         magic -= 256
-    if magic == 2:
-        if total < 61:
+    if magic == MAGIC_V2:
+        if total < RECORD_BATCH_OVERHEAD:
             raise error(E_V2_SMALL, total, pos)
-    elif magic in (0, 1):
+    elif magic in (MAGIC_V0, MAGIC_V1):
         if total < _LEGACY_MIN[magic]:
             raise error(E_LEGACY_SMALL, total, pos, magic)
     else:
@@ -563,10 +602,10 @@ def map_chunk(  # noqa: PLR0917
         if found is None:
             return pos, DONE, read
         offset, total, magic = found
-        if magic == 2:
-            h = _V2.unpack_from(view, pos)
-            attributes, last_delta, count = h[5], h[6], h[12]
-            last_offset = h[0] + last_delta
+        if magic == MAGIC_V2:
+            h = HEADER_STRUCT.unpack_from(view, pos)
+            attributes, last_delta, count = h[_ATTRIBUTES], h[_LAST_DELTA], h[_RECORDS_COUNT]
+            last_offset = h[_BASE_OFFSET] + last_delta
             if attributes & 0x30:  # KEEP_TXN: control or transactional, nothing enters the map
                 read += 1 if attributes & 0x20 else max(count, 0)
             else:
@@ -575,13 +614,20 @@ def map_chunk(  # noqa: PLR0917
                 if count < 0:
                     raise error(E_RECORD_COUNT, count)
                 full, n = map_records(
-                    offset_map, view, pos + 61, pos + total, count, h[0], start_offset, max_entries
+                    offset_map,
+                    view,
+                    pos + RECORDS_OFFSET,
+                    pos + total,
+                    count,
+                    h[_BASE_OFFSET],
+                    start_offset,
+                    max_entries,
                 )
                 read += n
                 if full:
                     return pos, MAP_FULL, read
         else:
-            attributes = view[pos + 17]
+            attributes = view[pos + RECORD_ATTRIBUTES_OFFSET]
             if attributes & 0x07:
                 return pos, NEEDS_CODEC, read
             last_offset = offset
@@ -751,27 +797,29 @@ def write_v2_header(  # noqa: PLR0917
     """``DefaultRecordBatch.writeHeader`` of a batch of ``size`` bytes at ``pos``
     whose records are already in place: offsets, epoch and producer fields
     from the source batch header at ``source_pos``; CRC-32C computed."""
-    h = _V2.unpack_from(source, source_pos)
+    h = HEADER_STRUCT.unpack_from(source, source_pos)
     if base_timestamp < -1:
         raise error(E_TIMESTAMP, base_timestamp)
-    _V2.pack_into(
+    HEADER_STRUCT.pack_into(
         out,
         pos,
-        h[0],
-        size - 12,
-        h[2],
-        2,
+        h[_BASE_OFFSET],
+        size - LOG_OVERHEAD,
+        h[_LEADER_EPOCH],
+        MAGIC_V2,
         0,
         attributes,
-        h[6],
+        h[_LAST_DELTA],
         base_timestamp,
         max_timestamp,
-        h[9],
-        h[10],
-        h[11],
+        h[_PRODUCER_ID],
+        h[_PRODUCER_EPOCH],
+        h[_BASE_SEQUENCE],
         count,
     )
-    struct.pack_into(">I", out, pos + 17, crc32c(memoryview(out)[pos + 21 : pos + size]))
+    struct.pack_into(
+        ">I", out, pos + CRC_OFFSET, crc32c(memoryview(out)[pos + ATTRIBUTES_OFFSET : pos + size])
+    )
 
 
 def rebuilt_attributes(source_attributes: int, codec: int, has_horizon: bool) -> int:
@@ -810,10 +858,10 @@ def filter_chunk(  # noqa: PLR0917
         if found is None:
             return pos, o, DONE, read, kept, bytes_read, invalid
         offset, total, magic = found
-        if magic == 2:
-            h = _V2.unpack_from(view, pos)
-            attributes, count = h[5], h[12]
-            if crc32c(view[pos + 21 : pos + total]) != h[4]:
+        if magic == MAGIC_V2:
+            h = HEADER_STRUCT.unpack_from(view, pos)
+            attributes, count = h[_ATTRIBUTES], h[_RECORDS_COUNT]
+            if crc32c(view[pos + ATTRIBUTES_OFFSET : pos + total]) != h[_CRC]:
                 raise error(E_CRC32C, pos)
             if attributes & 0x30:  # KEEP_TXN: control and transactional batches stay whole
                 if o + total > capacity:
@@ -832,23 +880,23 @@ def filter_chunk(  # noqa: PLR0917
                 raise error(E_RECORD_COUNT, count)
             if o + total + 13 * min(count, total) > capacity:
                 return pos, o, OUT_FULL, read, kept, bytes_read, invalid
-            horizon = h[7] if attributes & 0x40 else -1
-            lat = h[8] if attributes & 0x08 else -1
+            horizon = h[_BASE_TIMESTAMP] if attributes & 0x40 else -1
+            lat = h[_MAX_TIMESTAMP] if attributes & 0x08 else -1
             decision, rec_end, n_kept, n_invalid, base_ts, max_ts, out_horizon = filter_records(
                 offset_map,
                 view,
-                pos + 61,
+                pos + RECORDS_OFFSET,
                 pos + total,
                 count,
-                h[0],
-                h[7],
+                h[_BASE_OFFSET],
+                h[_BASE_TIMESTAMP],
                 lat,
                 horizon,
                 now,
                 new_horizon,
                 latest_offset,
                 out,
-                o + 61,
+                o + RECORDS_OFFSET,
             )
             read += count
             invalid += n_invalid
@@ -872,12 +920,17 @@ def filter_chunk(  # noqa: PLR0917
                 )
                 o = rec_end
                 kept += n_kept
-            elif h[9] >= 0 and producers.is_last_batch(h[9], h[0] + h[6], False, h[10]):
+            elif h[_PRODUCER_ID] >= 0 and producers.is_last_batch(
+                h[_PRODUCER_ID], h[_BASE_OFFSET] + h[_LAST_DELTA], False, h[_PRODUCER_EPOCH]
+            ):
                 o = write_empty_batch(out, o, view, pos)
         else:
-            if zlib.crc32(view[pos + 16 : pos + total]) != _LEGACY.unpack_from(view, pos)[2]:
+            if (
+                zlib.crc32(view[pos + RECORD_MAGIC_OFFSET : pos + total])
+                != _LEGACY.unpack_from(view, pos)[2]
+            ):
                 raise error(E_CRC32, pos)
-            attributes = view[pos + 17]
+            attributes = view[pos + RECORD_ATTRIBUTES_OFFSET]
             if attributes & 0x07:
                 return pos, o, NEEDS_CODEC, read, kept, bytes_read, invalid
             if o + total > capacity:
@@ -905,6 +958,16 @@ def filter_chunk(  # noqa: PLR0917
 def write_empty_batch(out: Any, o: int, source: Any, source_pos: int) -> int:
     """``DefaultRecordBatch.writeEmptyHeader`` for the source batch (its offsets,
     sequence, producer, epoch, timestamp type and max timestamp; no records)."""
-    h = _V2.unpack_from(source, source_pos)
-    write_v2_header(out, o, 61, source, source_pos, h[5] & 0x38, -1, h[8], 0)
-    return o + 61
+    h = HEADER_STRUCT.unpack_from(source, source_pos)
+    write_v2_header(
+        out,
+        o,
+        RECORD_BATCH_OVERHEAD,
+        source,
+        source_pos,
+        h[_ATTRIBUTES] & 0x38,
+        -1,
+        h[_MAX_TIMESTAMP],
+        0,
+    )
+    return o + RECORD_BATCH_OVERHEAD

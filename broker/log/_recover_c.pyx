@@ -20,6 +20,58 @@ from crc32c import crc32c
 
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
+from broker.records import batch as _batch
+from broker.records import legacy as _legacy
+
+# The entry layout of broker.records.batch (v2 header) and broker.records.legacy
+# (v0/v1 entry, offsets from the entry start), as C constants under the same names;
+# checked against those modules at import, below.
+cdef enum:
+    LOG_OVERHEAD = 12
+    LENGTH_OFFSET = 8
+    PARTITION_LEADER_EPOCH_OFFSET = 12
+    MAGIC_OFFSET = 16
+    HEADER_SIZE_UP_TO_MAGIC = 17
+    CRC_OFFSET = 17
+    ATTRIBUTES_OFFSET = 21
+    LAST_OFFSET_DELTA_OFFSET = 23
+    MAX_TIMESTAMP_OFFSET = 35
+    PRODUCER_ID_OFFSET = 43
+    PRODUCER_EPOCH_OFFSET = 51
+    BASE_SEQUENCE_OFFSET = 53
+    RECORD_BATCH_OVERHEAD = 61
+    MAGIC_V0 = 0
+    MAGIC_V1 = 1
+    MAGIC_V2 = 2
+    MIN_RECORD_SIZE = 14
+    RECORD_OVERHEAD_V0 = 14
+    RECORD_OVERHEAD_V1 = 22
+    RECORD_CRC_OFFSET = 12
+    RECORD_MAGIC_OFFSET = 16
+    RECORD_ATTRIBUTES_OFFSET = 17
+    RECORD_TIMESTAMP_OFFSET = 18
+
+if (
+    LOG_OVERHEAD, LENGTH_OFFSET, PARTITION_LEADER_EPOCH_OFFSET, MAGIC_OFFSET,
+    HEADER_SIZE_UP_TO_MAGIC, CRC_OFFSET, ATTRIBUTES_OFFSET, LAST_OFFSET_DELTA_OFFSET,
+    MAX_TIMESTAMP_OFFSET, PRODUCER_ID_OFFSET, PRODUCER_EPOCH_OFFSET, BASE_SEQUENCE_OFFSET,
+    RECORD_BATCH_OVERHEAD, MAGIC_V0, MAGIC_V1, MAGIC_V2,
+) != (
+    _batch.LOG_OVERHEAD, _batch.LENGTH_OFFSET, _batch.PARTITION_LEADER_EPOCH_OFFSET,
+    _batch.MAGIC_OFFSET, _batch.HEADER_SIZE_UP_TO_MAGIC, _batch.CRC_OFFSET,
+    _batch.ATTRIBUTES_OFFSET, _batch.LAST_OFFSET_DELTA_OFFSET, _batch.MAX_TIMESTAMP_OFFSET,
+    _batch.PRODUCER_ID_OFFSET, _batch.PRODUCER_EPOCH_OFFSET, _batch.BASE_SEQUENCE_OFFSET,
+    _batch.RECORD_BATCH_OVERHEAD, _batch.MAGIC_V0, _batch.MAGIC_V1, _batch.MAGIC_V2,
+) or (
+    MIN_RECORD_SIZE, RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1, RECORD_CRC_OFFSET,
+    RECORD_MAGIC_OFFSET, RECORD_ATTRIBUTES_OFFSET, RECORD_TIMESTAMP_OFFSET,
+) != (
+    _legacy.MIN_RECORD_SIZE, _legacy.RECORD_OVERHEAD_V0, _legacy.RECORD_OVERHEAD_V1,
+    _legacy.RECORD_CRC_OFFSET, _legacy.RECORD_MAGIC_OFFSET, _legacy.RECORD_ATTRIBUTES_OFFSET,
+    _legacy.RECORD_TIMESTAMP_OFFSET,
+):
+    raise ImportError("_recover_c's layout constants differ from broker.records'")
+
 cdef extern from *:
     """
     #include <stdint.h>
@@ -192,34 +244,37 @@ def scan_segment(buf, Py_ssize_t start, Py_ssize_t end, int64_t base_offset,
     if end > b.shape[0]:
         end = b.shape[0]
     while True:
-        if pos + 17 >= end:
+        if pos + HEADER_SIZE_UP_TO_MAGIC >= end:
             break
         offset = _i64(b, pos)
-        size = _i32(b, pos + 8)
-        if size < 14:
-            error = f"record size {size} is smaller than the minimum record overhead (14)"
+        size = _i32(b, pos + LENGTH_OFFSET)
+        if size < MIN_RECORD_SIZE:
+            error = (
+                f"record size {size} is smaller than the minimum record overhead "
+                f"({MIN_RECORD_SIZE})"
+            )
             break
-        total = <Py_ssize_t>size + 12
+        total = <Py_ssize_t>size + LOG_OVERHEAD
         if pos + total > end:
             break
-        magic = <int8_t>b[pos + 16]
-        if magic == 2:
-            if total < 61:
+        magic = <int8_t>b[pos + MAGIC_OFFSET]
+        if magic == MAGIC_V2:
+            if total < RECORD_BATCH_OVERHEAD:
                 error = f"batch size {total} is smaller than the v2 header"
                 break
             batch_base = offset
-            epoch = _i32(b, pos + 12)
-            crc = _u32(b, pos + 17)
-            attributes = _i16(b, pos + 21)
-            last_delta = _i32(b, pos + 23)
-            batch_max_ts = _i64(b, pos + 35)
-            producer_id = _i64(b, pos + 43)
-            producer_epoch = _i16(b, pos + 51)
-            base_sequence = _i32(b, pos + 53)
+            epoch = _i32(b, pos + PARTITION_LEADER_EPOCH_OFFSET)
+            crc = _u32(b, pos + CRC_OFFSET)
+            attributes = _i16(b, pos + ATTRIBUTES_OFFSET)
+            last_delta = _i32(b, pos + LAST_OFFSET_DELTA_OFFSET)
+            batch_max_ts = _i64(b, pos + MAX_TIMESTAMP_OFFSET)
+            producer_id = _i64(b, pos + PRODUCER_ID_OFFSET)
+            producer_epoch = _i16(b, pos + PRODUCER_EPOCH_OFFSET)
+            base_sequence = _i32(b, pos + BASE_SEQUENCE_OFFSET)
             if _FAST_CRC:
-                ok = broker_crc32c(&b[pos + 21], total - 21) == crc
+                ok = broker_crc32c(&b[pos + ATTRIBUTES_OFFSET], total - ATTRIBUTES_OFFSET) == crc
             else:
-                ok = crc32c(view[pos + 21 : pos + total]) == crc
+                ok = crc32c(view[pos + ATTRIBUTES_OFFSET : pos + total]) == crc
             if not ok:
                 error = f"CRC-32C mismatch of the batch at position {pos + position_base}"
                 break
@@ -227,14 +282,16 @@ def scan_segment(buf, Py_ssize_t start, Py_ssize_t end, int64_t base_offset,
                 error = f"offset {batch_base} does not follow {last_offset}"
                 break
             batch_last = batch_base + last_delta
-        elif magic == 0 or magic == 1:
-            if total < (26 if magic == 0 else 34):
+        elif magic == MAGIC_V0 or magic == MAGIC_V1:
+            if total < LOG_OVERHEAD + (
+                RECORD_OVERHEAD_V0 if magic == MAGIC_V0 else RECORD_OVERHEAD_V1
+            ):
                 error = f"record size {size} is too small for magic {magic}"
                 break
-            crc = _u32(b, pos + 12)
-            attributes = <int8_t>b[pos + 17]
-            batch_max_ts = _i64(b, pos + 18) if magic == 1 else -1
-            if zlib.crc32(view[pos + 16 : pos + total]) != crc:
+            crc = _u32(b, pos + RECORD_CRC_OFFSET)
+            attributes = <int8_t>b[pos + RECORD_ATTRIBUTES_OFFSET]
+            batch_max_ts = _i64(b, pos + RECORD_TIMESTAMP_OFFSET) if magic == MAGIC_V1 else -1
+            if zlib.crc32(view[pos + RECORD_MAGIC_OFFSET : pos + total]) != crc:
                 error = f"CRC-32 mismatch of the message at position {pos + position_base}"
                 break
             if offset <= last_offset:
@@ -264,7 +321,7 @@ def scan_segment(buf, Py_ssize_t start, Py_ssize_t end, int64_t base_offset,
                 time_entries += (<char*>ent)[:12]
                 last_time_entry_ts = max_ts
             last_index_pos = pos
-        if magic == 2:
+        if magic == MAGIC_V2:
             if epoch >= 0 and epoch > latest_epoch:
                 epoch_starts.append((epoch, batch_base))
                 latest_epoch = epoch

@@ -45,15 +45,34 @@ from typing import Any
 
 from crc32c import crc32c
 
+from broker.records.batch import (
+    ATTRIBUTES_OFFSET,
+    HEADER_SIZE_UP_TO_MAGIC,
+    HEADER_STRUCT,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_V0,
+    MAGIC_V1,
+    MAGIC_V2,
+    RECORD_BATCH_OVERHEAD,
+)
+from broker.records.legacy import (
+    MIN_RECORD_SIZE,
+    RECORD_MAGIC_OFFSET,
+    RECORD_OVERHEAD_V0,
+    RECORD_OVERHEAD_V1,
+)
+
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 _OFFSET_SIZE = struct.Struct(">qi")
-_V2 = struct.Struct(">qiibIhiqqqhii")
 _LEGACY = struct.Struct(">qiIbbq")  # offset, size, crc, magic, attributes, timestamp (v1)
 _LEGACY_V0 = struct.Struct(">qiIbb")
 
 INT_MAX = 2**31 - 1
 NO_TIMESTAMP = -1
+#: the smallest v0 / v1 entry, log overhead included
+_MIN_LEGACY_ENTRY = (LOG_OVERHEAD + RECORD_OVERHEAD_V0, LOG_OVERHEAD + RECORD_OVERHEAD_V1)
 
 
 def scan_segment(  # noqa: PLR0917
@@ -83,18 +102,21 @@ def scan_segment(  # noqa: PLR0917
     last_offset = prev_last_offset
     error: str | None = None
     while True:
-        if pos + 17 >= end:
+        if pos + HEADER_SIZE_UP_TO_MAGIC >= end:
             break
         offset, size = _OFFSET_SIZE.unpack_from(view, pos)
-        if size < 14:
-            error = f"record size {size} is smaller than the minimum record overhead (14)"
+        if size < MIN_RECORD_SIZE:
+            error = (
+                f"record size {size} is smaller than the minimum record overhead "
+                f"({MIN_RECORD_SIZE})"
+            )
             break
-        total = size + 12
+        total = size + LOG_OVERHEAD
         if pos + total > end:
             break  # a partial batch at the end: not an error, the scan just ends
-        magic = view[pos + 16]
-        if magic == 2:
-            if total < 61:
+        magic = view[pos + MAGIC_OFFSET]
+        if magic == MAGIC_V2:
+            if total < RECORD_BATCH_OVERHEAD:
                 error = f"batch size {total} is smaller than the v2 header"
                 break
             (
@@ -111,24 +133,24 @@ def scan_segment(  # noqa: PLR0917
                 producer_epoch,
                 base_sequence,
                 _count,
-            ) = _V2.unpack_from(view, pos)
-            if crc32c(view[pos + 21 : pos + total]) != crc:
+            ) = HEADER_STRUCT.unpack_from(view, pos)
+            if crc32c(view[pos + ATTRIBUTES_OFFSET : pos + total]) != crc:
                 error = f"CRC-32C mismatch of the batch at position {pos + position_base}"
                 break
             if last_delta < 0 or batch_base <= last_offset:
                 error = f"offset {batch_base} does not follow {last_offset}"
                 break
             batch_last = batch_base + last_delta
-        elif magic in {0, 1}:
-            if total < (26 if magic == 0 else 34):
+        elif magic in {MAGIC_V0, MAGIC_V1}:
+            if total < _MIN_LEGACY_ENTRY[magic]:
                 error = f"record size {size} is too small for magic {magic}"
                 break
-            if magic == 1:
+            if magic == MAGIC_V1:
                 _off, _size, crc, _m, attributes, batch_max_ts = _LEGACY.unpack_from(view, pos)
             else:
                 _off, _size, crc, _m, attributes = _LEGACY_V0.unpack_from(view, pos)
                 batch_max_ts = NO_TIMESTAMP
-            if zlib.crc32(view[pos + 16 : pos + total]) != crc:
+            if zlib.crc32(view[pos + RECORD_MAGIC_OFFSET : pos + total]) != crc:
                 error = f"CRC-32 mismatch of the message at position {pos + position_base}"
                 break
             if offset <= last_offset:
@@ -154,7 +176,7 @@ def scan_segment(  # noqa: PLR0917
                 time_entries += _TIME_ENTRY.pack(max_ts, offset_of_max_ts - base_offset)
                 last_time_entry_ts = max_ts
             last_index_pos = pos
-        if magic == 2:
+        if magic == MAGIC_V2:
             if epoch >= 0 and epoch > latest_epoch:
                 epoch_starts.append((epoch, batch_base))
                 latest_epoch = epoch

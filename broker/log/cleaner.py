@@ -60,6 +60,13 @@ from broker.log.files import TopicPartition
 from broker.log.recovery import recover_segment
 from broker.log.segment import LogSegment
 from broker.log.throttler import Throttler
+from broker.records.batch import (
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_V2,
+    RECORDS_COUNT_OFFSET,
+    RECORDS_OFFSET,
+)
 
 logger = logging.getLogger("broker.log.cleaner")
 
@@ -453,7 +460,7 @@ class Cleaner:
         """``growBuffersOrFail``: no complete entry fit the read buffer."""
         buf = self._read_buffer
         left = view.size - position
-        if n < 12:
+        if n < LOG_OVERHEAD:
             raise CorruptRecordError(
                 f"Log segment may be corrupt, {left} bytes left in segment {view.path} at "
                 f"position {position} are not a batch"
@@ -493,8 +500,10 @@ def worst_output(buf: bytearray, pos: int) -> int:
     hold more records than bytes)."""
     size = entry_size(buf, pos)
     count = 0
-    if buf[pos + 16] == 2:
-        count = int.from_bytes(buf[pos + 57 : pos + 61], "big", signed=True)
+    if buf[pos + MAGIC_OFFSET] == MAGIC_V2:
+        count = int.from_bytes(
+            buf[pos + RECORDS_COUNT_OFFSET : pos + RECORDS_OFFSET], "big", signed=True
+        )
     return size + 13 * min(max(count, 0), size)
 
 

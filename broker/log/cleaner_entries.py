@@ -27,7 +27,10 @@ from broker.log import clean_loops
 from broker.records import codecs, legacy
 from broker.records.batch import (
     CONTROL_FLAG_MASK,
+    LENGTH_OFFSET,
     LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_V2,
     RECORD_BATCH_OVERHEAD,
     TimestampType,
     read_header,
@@ -44,7 +47,7 @@ def decompression_bound(max_message_bytes: int) -> int:
 
 
 def entry_size(buf: Any, pos: int) -> int:
-    return int.from_bytes(buf[pos + 8 : pos + 12], "big") + LOG_OVERHEAD
+    return int.from_bytes(buf[pos + LENGTH_OFFSET : pos + LOG_OVERHEAD], "big") + LOG_OVERHEAD
 
 
 def map_compressed(
@@ -59,7 +62,7 @@ def map_compressed(
     """Keys of the compressed entry at ``pos`` into the map; returns (full,
     records read, the entry's last offset)."""
     size = entry_size(buf, pos)
-    if buf[pos + 16] >= 2:
+    if buf[pos + MAGIC_OFFSET] >= MAGIC_V2:
         h = read_header(buf, pos)
         with memoryview(buf) as view:
             data = codecs.decompress(
@@ -114,7 +117,7 @@ def filter_compressed(
     size = entry_size(buf, pos)
     view = memoryview(buf)
     try:
-        if buf[pos + 16] >= 2:
+        if buf[pos + MAGIC_OFFSET] >= MAGIC_V2:
             return _filter_v2(
                 offset_map,
                 producers,

@@ -59,7 +59,17 @@ from broker.log.producer_state import (
     ProducerStateManager,
 )
 from broker.log.segment import LogSegment
-from broker.records.batch import CONTROL_FLAG_MASK, MAGIC_V2, increment_sequence
+from broker.records import legacy
+from broker.records.batch import (
+    CONTROL_FLAG_MASK,
+    FIELD_INDEX,
+    HEADER_STRUCT,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_V2,
+    RECORD_BATCH_OVERHEAD,
+    increment_sequence,
+)
 
 #: at most this many bytes of log are read per partition (see the module docstring)
 TAIL_SCAN_BYTES = 16 << 20
@@ -70,12 +80,17 @@ WINDOW_GROWTH = 4
 MAX_INDEX_GAP = 64 << 10
 
 INT_MAX = 2**31 - 1
-_V2 = struct.Struct(">qiibIhiqqqhii")
-# the fields of a _V2 header tuple this module reads
-_BASE_OFFSET, _ATTRIBUTES, _LAST_DELTA, _MAX_TIMESTAMP = 0, 5, 6, 8
-_PRODUCER_ID, _PRODUCER_EPOCH, _BASE_SEQUENCE = 9, 10, 11
+# the fields of a HEADER_STRUCT tuple this module reads
+_BASE_OFFSET = FIELD_INDEX["base_offset"]
+_ATTRIBUTES = FIELD_INDEX["attributes"]
+_LAST_DELTA = FIELD_INDEX["last_offset_delta"]
+_MAX_TIMESTAMP = FIELD_INDEX["max_timestamp"]
+_PRODUCER_ID = FIELD_INDEX["producer_id"]
+_PRODUCER_EPOCH = FIELD_INDEX["producer_epoch"]
+_BASE_SEQUENCE = FIELD_INDEX["base_sequence"]
 _OFFSET_SIZE = struct.Struct(">qi")
-_MIN_ENTRY = 26  # the smallest legacy entry, offset and size included
+#: the smallest legacy entry, offset and size included
+_MIN_ENTRY = LOG_OVERHEAD + legacy.MIN_RECORD_SIZE
 
 
 class TailScan(NamedTuple):
@@ -179,7 +194,7 @@ def _batch_boundary_at_or_before(segment: LogSegment, position: int) -> int:
 def _producer_batches(
     data: bytes, wanted: dict[int, _Wanted], log_start_offset: int
 ) -> tuple[list[tuple[int, ...]], bool]:
-    """The v2 headers (``_V2`` fields) of wanted producers' batches in ``data``
+    """The v2 headers (``HEADER_STRUCT`` fields) of wanted producers' batches in ``data``
     (whole batches from its start) at or above the log start offset, in file
     order, and whether a batch wholly below the log start offset was met
     (then every earlier one is below it too)."""
@@ -187,14 +202,14 @@ def _producer_batches(
     below_start = False
     pos = 0
     end = len(data)
-    unpack_v2 = _V2.unpack_from
+    unpack_v2 = HEADER_STRUCT.unpack_from
     unpack_offset_size = _OFFSET_SIZE.unpack_from
     while end - pos >= _MIN_ENTRY:
         base_offset, length = unpack_offset_size(data, pos)
-        total = length + 12
+        total = length + LOG_OVERHEAD
         if total < _MIN_ENTRY or pos + total > end:
             break  # cannot happen below a recovered log end; never read past it
-        if data[pos + 16] == MAGIC_V2 and total >= _V2.size:
+        if data[pos + MAGIC_OFFSET] == MAGIC_V2 and total >= RECORD_BATCH_OVERHEAD:
             header = unpack_v2(data, pos)
             if base_offset + header[_LAST_DELTA] < log_start_offset:
                 below_start = True

@@ -29,17 +29,23 @@ from broker.errors import CorruptRecordError, InvalidRecordError
 from broker.records import codecs, scan
 from broker.records.batch import (
     LOG_OVERHEAD,
+    MAGIC_OFFSET,
     MAGIC_V0,
     MAGIC_V2,
     NO_TIMESTAMP,
     RECORD_BATCH_OVERHEAD,
     TimestampType,
+    read_header,
+)
+from broker.records.legacy import (
+    RECORD_HEADER_SIZE_V0,
+    RECORD_HEADER_SIZE_V1,
+    RECORD_TIMESTAMP_OFFSET,
 )
 
 if TYPE_CHECKING:
     from broker.log.file_records import FileBatch, FileRecords, TimestampAndOffset
 
-_V2_FIELDS = struct.Struct(">q4x4xbI h i q q")
 _LEGACY = struct.Struct(">qiIbb")
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
@@ -93,8 +99,8 @@ def _iter_legacy_set(
     while pos + LOG_OVERHEAD + 6 <= len(data):
         offset, size, _crc, inner_magic, _attrs = _LEGACY.unpack_from(data, pos)
         ts = NO_TIMESTAMP
-        if inner_magic >= 1 and pos + 26 <= len(data):
-            ts = _INT64.unpack_from(data, pos + 18)[0]
+        if inner_magic >= 1 and pos + RECORD_TIMESTAMP_OFFSET + 8 <= len(data):
+            ts = _INT64.unpack_from(data, pos + RECORD_TIMESTAMP_OFFSET)[0]
         if wrapper_ts is not None:
             ts = wrapper_ts
         inner.append((offset, ts))
@@ -107,29 +113,26 @@ def _iter_legacy_set(
 
 def iter_record_offsets_timestamps(data: bytes) -> Iterator[tuple[int, int]]:
     """(offset, timestamp) of every record of the entry ``data`` (one batch)."""
-    magic = data[16]
+    magic = data[MAGIC_OFFSET]
     if magic >= MAGIC_V2:
-        (base_offset, _magic, _crc, attributes, _last_delta, base_ts, max_ts) = (
-            _V2_FIELDS.unpack_from(data, 0)
-        )
-        count = _INT32.unpack_from(data, 57)[0]
+        h = read_header(data)
         yield from _iter_v2(
             data,
-            base_offset=base_offset,
-            base_timestamp=base_ts,
-            count=count,
-            codec=attributes & 0x07,
-            log_append_time=bool(attributes & 0x08),
-            max_timestamp=max_ts,
+            base_offset=h.base_offset,
+            base_timestamp=h.base_timestamp,
+            count=h.records_count,
+            codec=h.compression_type,
+            log_append_time=h.timestamp_type is TimestampType.LOG_APPEND_TIME,
+            max_timestamp=h.max_timestamp,
         )
         return
     offset, _size, _crc, magic, attributes = _LEGACY.unpack_from(data, 0)
-    ts = _INT64.unpack_from(data, 18)[0] if magic >= 1 else NO_TIMESTAMP
+    ts = _INT64.unpack_from(data, RECORD_TIMESTAMP_OFFSET)[0] if magic >= 1 else NO_TIMESTAMP
     codec = attributes & 0x07
     if codec == 0:
         yield offset, ts
         return
-    header = 18 if magic == MAGIC_V0 else 26
+    header = LOG_OVERHEAD + (RECORD_HEADER_SIZE_V0 if magic == MAGIC_V0 else RECORD_HEADER_SIZE_V1)
     key_len = _INT32.unpack_from(data, header)[0]
     pos = header + 4 + max(key_len, 0)
     value_len = _INT32.unpack_from(data, pos)[0]
@@ -179,10 +182,10 @@ def parse_end_txn_marker(data: bytes) -> tuple[bool, int, int] | None:
     record (``EndTransactionMarker``: key = version int16 + type int16,
     value = version int16 + coordinator epoch int32), or None when the batch
     holds no marker."""
-    count = _INT32.unpack_from(data, 57)[0]
-    if count <= 0 or data[21 + 1] & 0x07:
+    h = read_header(data)
+    if h.records_count <= 0 or h.compression_type:
         return None
-    base_ts = _INT64.unpack_from(data, 27)[0]
+    base_ts = h.base_timestamp
     body, end = data, len(data)
     pos = RECORD_BATCH_OVERHEAD
     length, pos = scan.read_varint(body, pos, end)

@@ -60,6 +60,8 @@ from broker.log.scan import scan_segment
 from broker.log.segment import LogSegment, TimeMs, wall_clock_ms
 from broker.records.batch import (
     CONTROL_FLAG_MASK,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
     MAGIC_V2,
     TRANSACTIONAL_FLAG_MASK,
     increment_sequence,
@@ -140,7 +142,7 @@ def recover_segment(
             batch_bytes = None
             if batch[6] & CONTROL_FLAG_MASK:
                 pos = batch[7]
-                length = int.from_bytes(log.pread(pos + 8, 4), "big") + 12
+                length = int.from_bytes(log.pread(pos + LENGTH_OFFSET, 4), "big") + LOG_OVERHEAD
                 batch_bytes = log.pread(pos, length)
             apply_producer_batch(producer_state, batch, batch_bytes)
         if scan.valid_end > 0:
@@ -276,8 +278,9 @@ def _scan_file(
         buf_start = valid_end
         filled = tail
         needed = len(buf)
-        if tail >= 12:
-            needed = max(needed, int.from_bytes(buf[8:12], "big", signed=True) + 12)
+        if tail >= LOG_OVERHEAD:
+            size_field = int.from_bytes(buf[LENGTH_OFFSET:LOG_OVERHEAD], "big", signed=True)
+            needed = max(needed, size_field + LOG_OVERHEAD)
         if tail == len(buf):  # not even a header fits what is left: grow
             needed = max(needed, 2 * len(buf), 64)
         # never more than the file still holds (a garbage size field must not

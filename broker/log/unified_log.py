@@ -5,7 +5,8 @@ Append order (the second half of ``UnifiedLog.append``, from the leader-epoch
 cache to the segment append), split in two so the partition layer can run
 the producer-state checks where Kafka runs them:
 
-* :meth:`UnifiedLog.prepare_append` -- header facts of every batch; leader
+* :meth:`UnifiedLog.prepare_append` -- the facts of every batch (the
+  validator's ``BatchInfo`` list, or read from the headers when not given); leader
   epoch cache assigned for each v2 batch (a v0/v1 batch clears it); the
   whole append larger than ``segment.bytes`` -> RecordBatchTooLargeError;
   then ``maybe_roll`` (so a request later refused for its sequence numbers,
@@ -25,8 +26,7 @@ log; :meth:`flush` may run concurrently from a flusher thread.
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -54,8 +54,8 @@ from broker.records.batch import (
     MAGIC_V2,
     NO_TIMESTAMP,
     TRANSACTIONAL_FLAG_MASK,
-    increment_sequence,
 )
+from broker.records.batch_info import BatchInfo, parse_batch_infos
 
 if TYPE_CHECKING:
     from broker.config import TopicConfig
@@ -69,103 +69,12 @@ MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
 
-_V2 = struct.Struct(">qiibIhiqqqhii")
-_LEGACY_V1 = struct.Struct(">qiIbbq")
-_LEGACY_V0 = struct.Struct(">qiIbb")
-_OFFSET_SIZE = struct.Struct(">qi")
-
-
-class AppendBatch(NamedTuple):
-    """Header facts of one batch being appended (offsets already assigned)."""
-
-    position: int  # within the appended records
-    size: int
-    magic: int
-    base_offset: int | None  # None for a compressed v0/v1 wrapper
-    last_offset: int
-    max_timestamp: int
-    partition_leader_epoch: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    attributes: int
-
-    @property
-    def last_sequence(self) -> int:
-        if self.base_offset is None:
-            return self.base_sequence
-        return increment_sequence(self.base_sequence, self.last_offset - self.base_offset)
-
-    @property
-    def has_producer_id(self) -> bool:
-        return self.producer_id != -1
-
-    @property
-    def is_transactional(self) -> bool:
-        return bool(self.attributes & TRANSACTIONAL_FLAG_MASK)
-
-    @property
-    def is_control_batch(self) -> bool:
-        return bool(self.attributes & CONTROL_FLAG_MASK)
-
-
-def parse_append_batches(view: memoryview) -> list[AppendBatch]:
-    """Header facts of every batch of validated records (no record is read)."""
-    size = view.nbytes
-    new = tuple.__new__
-    if size >= 61 and view[16] == MAGIC_V2:
-        h = _V2.unpack_from(view, 0)
-        if h[1] + 12 == size:  # one v2 batch: the common case of a produce request
-            return [
-                new(
-                    AppendBatch,
-                    (0, size, 2, h[0], h[0] + h[6], h[8], h[2], h[9], h[10], h[11], h[5]),
-                )
-            ]
-    pos = 0
-    out: list[AppendBatch] = []
-    while pos < size:
-        if size - pos < 17:
-            raise CorruptRecordError(f"{size - pos} trailing bytes after the last batch")
-        _offset, length = _OFFSET_SIZE.unpack_from(view, pos)
-        total = length + 12
-        magic = view[pos + 16]
-        if total < 26 or pos + total > size:
-            raise CorruptRecordError(f"batch of {total} bytes at {pos} does not fit the records")
-        if magic == MAGIC_V2:
-            if total < 61:
-                raise CorruptRecordError(f"v2 batch of {total} bytes at {pos}")
-            h = _V2.unpack_from(view, pos)
-            out.append(
-                new(
-                    AppendBatch,
-                    (pos, total, 2, h[0], h[0] + h[6], h[8], h[2], h[9], h[10], h[11], h[5]),
-                )
-            )
-        else:
-            if magic == 1:
-                offset, _len, _crc, _m, attributes, timestamp = _LEGACY_V1.unpack_from(view, pos)
-            elif magic == 0:
-                offset, _len, _crc, _m, attributes = _LEGACY_V0.unpack_from(view, pos)
-                timestamp = NO_TIMESTAMP
-            else:
-                raise CorruptRecordError(f"Invalid magic found in record: {magic}")
-            base = None if attributes & 0x07 else offset
-            out.append(
-                new(
-                    AppendBatch,
-                    (pos, total, magic, base, offset, timestamp, -1, -1, -1, -1, attributes),
-                )
-            )
-        pos += total
-    return out
-
 
 class PendingAppend(NamedTuple):
     """An append that passed the size check and the roll, waiting for commit."""
 
     records: memoryview
-    batches: list[AppendBatch]
+    batches: Sequence[BatchInfo]
     first_offset: int
     last_offset: int
     max_timestamp: int
@@ -358,12 +267,21 @@ class UnifiedLog(UnifiedLogSlots):
 
     # ---- append -------------------------------------------------------------------------------
 
-    def prepare_append(self, records: memoryview | bytes | bytearray) -> PendingAppend:
-        """Steps 6-8 of ``UnifiedLog.append`` for validated ``records``."""
+    def prepare_append(
+        self,
+        records: memoryview | bytes | bytearray,
+        batches: Sequence[BatchInfo] | None = None,
+    ) -> PendingAppend:
+        """Steps 6-8 of ``UnifiedLog.append`` for validated ``records``.
+
+        ``batches`` are the records' batch facts as the validator returned them
+        (``ValidationResult.batches``); without them the headers are read here.
+        """
         local = self._local
         local.check_open()
         view = records if isinstance(records, memoryview) else memoryview(records)
-        batches = parse_append_batches(view)
+        if batches is None:
+            batches = parse_batch_infos(view)
         if not batches:
             raise CorruptRecordError("no batch to append")
         first_offset = local.log_end_offset
@@ -469,8 +387,13 @@ class UnifiedLog(UnifiedLogSlots):
             self.log_start_offset,
         )
 
-    def append(self, records: memoryview | bytes | bytearray) -> LogAppendResult:
-        """prepare + commit, for callers without producer-state checks.
+    def append(
+        self,
+        records: memoryview | bytes | bytearray,
+        batches: Sequence[BatchInfo] | None = None,
+    ) -> LogAppendResult:
+        """prepare + commit, for callers without producer-state checks
+        (``batches`` as for :meth:`prepare_append`).
 
         The common case -- one v2 batch starting at the LEO, no producer id,
         no roll -- takes a straight path with the same effects (the produce
@@ -480,7 +403,7 @@ class UnifiedLog(UnifiedLogSlots):
         result: LogAppendResult | None = fast_append(self, records)
         if result is not None:
             return result
-        return self.commit_append(self.prepare_append(records))
+        return self.commit_append(self.prepare_append(records, batches))
 
     # ---- roll and flush -------------------------------------------------------------------------
 

@@ -3,9 +3,9 @@
 The produce path of one partition of one request, in ``UnifiedLog.append``'s order::
 
     validate_records(records, topic config, next offset = LEO, now)   # validator
-      -> log.prepare_append(validated)     # leader epochs, segment.bytes check, maybe_roll
-      -> check_producer_batches(...)       # ProducerAppendInfo: duplicate / epoch / sequence
-      -> log.commit_append(pending)        # bytes to the active segment, LEO, producer state
+      -> log.prepare_append(validated, batches)  # leader epochs, segment.bytes check, maybe_roll
+      -> check_producer_batches(...)             # ProducerAppendInfo: duplicate / epoch / sequence
+      -> log.commit_append(pending)              # bytes to the active segment, LEO, producer state
 
 Nothing in between awaits or yields to the event loop, so offsets are
 assigned exactly once and in the order requests arrived: the next offset
@@ -353,9 +353,9 @@ class Partition:
         # a memoryview of the request (in place) or new bytes (rebuilt)
         validated = cast("memoryview | bytes", result.validated_records)
         if not _any_producer_id(result.batches):
-            appended = log.append(validated)
+            appended = log.append(validated, result.batches)
         else:
-            pending = log.prepare_append(validated)
+            pending = log.prepare_append(validated, result.batches)
             duplicate = check_producer_batches(log.producer_state, pending.batches, self._name)
             if duplicate is not None:
                 return AppendOutcome(

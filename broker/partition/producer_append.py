@@ -21,12 +21,13 @@ updates it in ``commit_append``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from broker.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from broker.log.producer_state import ProducerStateManager
-from broker.log.unified_log import AppendBatch
 from broker.records.batch import NO_PRODUCER_EPOCH, NO_SEQUENCE
+from broker.records.batch_info import BatchInfo
 
 INT_MAX = 2**31 - 1
 
@@ -45,7 +46,7 @@ def in_sequence(last_seq: int, next_seq: int) -> bool:
 
 
 def check_producer_batches(
-    state: ProducerStateManager, batches: list[AppendBatch], topic_partition: str
+    state: ProducerStateManager, batches: Sequence[BatchInfo], topic_partition: str
 ) -> DuplicateBatch | None:
     """Raise on an epoch or sequence error; return the duplicate, if any.
 

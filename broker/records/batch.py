@@ -1,7 +1,9 @@
 """RecordBatch v2 header: layout, attribute bits, CRC-32C, in-place patching.
 
 Source: ``clients/src/main/java/org/apache/kafka/common/record/DefaultRecordBatch.java``.
-All integers big-endian. The header is 61 bytes::
+All integers big-endian. The header is 61 bytes (declared once, as
+``HEADER_FIELDS``: each field's name and struct code; ``HEADER_STRUCT`` and the
+``*_OFFSET`` constants are derived from it)::
 
     offset size field
        0    8  BaseOffset            int64   rewritten by the broker (outside the CRC)
@@ -54,26 +56,68 @@ NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 
-#: ``Records.LOG_OVERHEAD``: the offset and size fields before every entry.
-LOG_OVERHEAD = 12
-#: bytes needed to read the magic of any entry (``HEADER_SIZE_UP_TO_MAGIC``).
-HEADER_SIZE_UP_TO_MAGIC = 17
+#: The v2 header, declared once: each field's name (``RecordBatchHeader``'s) and
+#: struct code, in order (``DefaultRecordBatch``'s ``*_OFFSET``/``*_LENGTH``
+#: constants). :data:`HEADER_STRUCT` and every ``*_OFFSET`` below derive from it.
+HEADER_FIELDS: tuple[tuple[str, str], ...] = (
+    ("base_offset", "q"),
+    ("batch_length", "i"),
+    ("partition_leader_epoch", "i"),
+    ("magic", "b"),
+    ("crc", "I"),
+    ("attributes", "h"),
+    ("last_offset_delta", "i"),
+    ("base_timestamp", "q"),
+    ("max_timestamp", "q"),
+    ("producer_id", "q"),
+    ("producer_epoch", "h"),
+    ("base_sequence", "i"),
+    ("records_count", "i"),
+)
+#: the whole header; ``unpack_from`` gives the fields in :data:`HEADER_FIELDS` order
+HEADER_STRUCT = struct.Struct(">" + "".join(code for _, code in HEADER_FIELDS))
+#: each field's offset from the start of the batch
+FIELD_OFFSETS: dict[str, int] = {
+    name: struct.calcsize(">" + "".join(code for _, code in HEADER_FIELDS[:i]))
+    for i, (name, _) in enumerate(HEADER_FIELDS)
+}
+#: each field's index in what ``HEADER_STRUCT.unpack_from`` returns
+FIELD_INDEX: dict[str, int] = {name: i for i, (name, _) in enumerate(HEADER_FIELDS)}
 
-BASE_OFFSET_OFFSET = 0
-LENGTH_OFFSET = 8
-PARTITION_LEADER_EPOCH_OFFSET = 12
-MAGIC_OFFSET = 16
-CRC_OFFSET = 17
-ATTRIBUTES_OFFSET = 21
-LAST_OFFSET_DELTA_OFFSET = 23
-BASE_TIMESTAMP_OFFSET = 27
-MAX_TIMESTAMP_OFFSET = 35
-PRODUCER_ID_OFFSET = 43
-PRODUCER_EPOCH_OFFSET = 51
-BASE_SEQUENCE_OFFSET = 53
-RECORDS_COUNT_OFFSET = 57
-RECORDS_OFFSET = 61
+BASE_OFFSET_OFFSET = FIELD_OFFSETS["base_offset"]
+LENGTH_OFFSET = FIELD_OFFSETS["batch_length"]
+PARTITION_LEADER_EPOCH_OFFSET = FIELD_OFFSETS["partition_leader_epoch"]
+MAGIC_OFFSET = FIELD_OFFSETS["magic"]
+CRC_OFFSET = FIELD_OFFSETS["crc"]
+ATTRIBUTES_OFFSET = FIELD_OFFSETS["attributes"]
+LAST_OFFSET_DELTA_OFFSET = FIELD_OFFSETS["last_offset_delta"]
+BASE_TIMESTAMP_OFFSET = FIELD_OFFSETS["base_timestamp"]
+MAX_TIMESTAMP_OFFSET = FIELD_OFFSETS["max_timestamp"]
+PRODUCER_ID_OFFSET = FIELD_OFFSETS["producer_id"]
+PRODUCER_EPOCH_OFFSET = FIELD_OFFSETS["producer_epoch"]
+BASE_SEQUENCE_OFFSET = FIELD_OFFSETS["base_sequence"]
+RECORDS_COUNT_OFFSET = FIELD_OFFSETS["records_count"]
+RECORDS_OFFSET = HEADER_STRUCT.size
 RECORD_BATCH_OVERHEAD = RECORDS_OFFSET
+
+
+def _field_size(name: str) -> int:
+    return struct.calcsize(">" + dict(HEADER_FIELDS)[name])
+
+
+#: ``Records.LOG_OVERHEAD``: the offset and size fields before every entry
+#: (a v2 batch's base offset and length, a legacy entry's offset and size).
+LOG_OVERHEAD = LENGTH_OFFSET + _field_size("batch_length")
+#: bytes needed to read the magic of any entry (``HEADER_SIZE_UP_TO_MAGIC``).
+HEADER_SIZE_UP_TO_MAGIC = MAGIC_OFFSET + _field_size("magic")
+
+# the layout of the module docstring (and of DefaultRecordBatch.java)
+assert (
+    BASE_OFFSET_OFFSET, LENGTH_OFFSET, PARTITION_LEADER_EPOCH_OFFSET, MAGIC_OFFSET, CRC_OFFSET,
+    ATTRIBUTES_OFFSET, LAST_OFFSET_DELTA_OFFSET, BASE_TIMESTAMP_OFFSET, MAX_TIMESTAMP_OFFSET,
+    PRODUCER_ID_OFFSET, PRODUCER_EPOCH_OFFSET, BASE_SEQUENCE_OFFSET, RECORDS_COUNT_OFFSET,
+    RECORDS_OFFSET, LOG_OVERHEAD, HEADER_SIZE_UP_TO_MAGIC,
+) == (0, 8, 12, 16, 17, 21, 23, 27, 35, 43, 51, 53, 57, 61, 12, 17)  # fmt: skip
 
 COMPRESSION_CODEC_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
@@ -111,8 +155,6 @@ class TimestampType(enum.IntEnum):
     LOG_APPEND_TIME = 1
 
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-assert _HEADER.size == RECORD_BATCH_OVERHEAD
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
@@ -177,9 +219,12 @@ class RecordBatchHeader(NamedTuple):
         return increment_sequence(self.base_sequence, self.last_offset_delta)
 
 
+assert RecordBatchHeader._fields == tuple(FIELD_INDEX)
+
+
 def read_header(buf: ReadableBuffer, pos: int = 0) -> RecordBatchHeader:
     """Decode the header at ``pos``; the caller made sure 61 bytes are there."""
-    return RecordBatchHeader._make(_HEADER.unpack_from(buf, pos))
+    return RecordBatchHeader._make(HEADER_STRUCT.unpack_from(buf, pos))
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
@@ -302,7 +347,7 @@ def pack_header(
 ) -> None:
     """Write a complete header with CRC 0; call :func:`write_crc` once the
     records are in place."""
-    _HEADER.pack_into(
+    HEADER_STRUCT.pack_into(
         buf,
         pos,
         base_offset,

@@ -11,11 +11,8 @@ from __future__ import annotations
 
 from typing import NamedTuple, Protocol
 
-from broker.records import batch as v2
-from broker.records import legacy
-from broker.records.batch import MAGIC_V2, CompressionType
+from broker.records.batch_info import BatchInfo, parse_batch_infos, v2_batch_info
 from broker.records.buffers import ReadableBuffer
-from broker.records.entries import iter_buffer_entries
 from broker.records.origin import AppendOrigin
 from broker.records.stats import EMPTY_STATS, RecordValidationStats
 
@@ -26,6 +23,7 @@ __all__ = [
     "NullRecorder",
     "RecordValidationStats",
     "ValidationResult",
+    "v2_batch_info",
 ]
 
 
@@ -105,31 +103,6 @@ class DeferredRecorder:
             target.record_no_key_compacted_topic(self.no_key)
 
 
-class BatchInfo(NamedTuple):
-    """One batch of the validated records, as the log and the producer-state
-    checks need it (read from the validated bytes, after offsets were set).
-
-    Legacy entries: producer fields -1, not transactional, no leader epoch,
-    an uncompressed entry holds one record.
-    """
-
-    position: int
-    size_in_bytes: int
-    magic: int
-    base_offset: int
-    last_offset: int
-    max_timestamp: int
-    compression_type: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    last_sequence: int
-    is_transactional: bool
-    is_control_batch: bool
-    partition_leader_epoch: int
-    records_count: int
-
-
 class ValidationResult(NamedTuple):
     """The outcome of :func:`broker.validator.validate_records`."""
 
@@ -144,6 +117,7 @@ class ValidationResult(NamedTuple):
     log_append_time_ms: int
     message_size_maybe_changed: bool
     stats: RecordValidationStats = EMPTY_STATS
+    #: what ``UnifiedLog.prepare_append`` takes with the validated records
     batches: tuple[BatchInfo, ...] = ()
     source_compression_type: int = 0
     target_compression_type: int = 0
@@ -159,89 +133,7 @@ class ValidationResult(NamedTuple):
         return not self.message_size_maybe_changed
 
 
-def batch_infos(buf: ReadableBuffer, first_offset: int, num_records: int) -> list[BatchInfo]:
-    """Per-batch facts of the validated records. A legacy compressed wrapper
-    (only ever the single batch of a result) gets the validation's first
-    offset and record count, which its header alone does not tell."""
-    view = memoryview(buf)
-    if view.nbytes >= v2.RECORD_BATCH_OVERHEAD and view[v2.MAGIC_OFFSET] == MAGIC_V2:
-        h = v2.read_header(view, 0)
-        if h.size_in_bytes == view.nbytes:  # the usual result: one v2 batch
-            return [_v2_info(h, 0)]
-    out: list[BatchInfo] = []
-    for e in iter_buffer_entries(view):
-        if e.magic >= MAGIC_V2:
-            out.append(_v2_info(v2.read_header(view, e.position), e.position))
-        else:
-            lh = legacy.read_entry_header(view, e.position)
-            wrapper = lh.compression_type != CompressionType.NONE
-            out.append(
-                BatchInfo(
-                    e.position,
-                    e.size_in_bytes,
-                    lh.magic,
-                    first_offset if wrapper else lh.offset,
-                    lh.offset,
-                    lh.timestamp,
-                    lh.compression_type,
-                    -1,
-                    -1,
-                    -1,
-                    -1,
-                    False,
-                    False,
-                    -1,
-                    num_records if wrapper else 1,
-                )
-            )
-    return out
-
-
-def _v2_info(h: v2.RecordBatchHeader, position: int) -> BatchInfo:
-    return v2_batch_info(
-        position,
-        h.size_in_bytes,
-        h.base_offset,
-        h.last_offset_delta,
-        h.max_timestamp,
-        h.attributes,
-        h.producer_id,
-        h.producer_epoch,
-        h.base_sequence,
-        h.partition_leader_epoch,
-        h.records_count,
-    )
-
-
-def v2_batch_info(  # noqa: PLR0917
-    position: int,
-    size_in_bytes: int,
-    base_offset: int,
-    last_offset_delta: int,
-    max_timestamp: int,
-    attributes: int,
-    producer_id: int,
-    producer_epoch: int,
-    base_sequence: int,
-    partition_leader_epoch: int,
-    records_count: int,
-) -> BatchInfo:
-    """A v2 batch's facts from its header fields (what ``RecordBatchHeader``'s
-    properties derive: last offset and sequence, codec and flags)."""
-    return BatchInfo(
-        position,
-        size_in_bytes,
-        v2.MAGIC_V2,
-        base_offset,
-        base_offset + last_offset_delta,
-        max_timestamp,
-        attributes & v2.COMPRESSION_CODEC_MASK,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        v2.increment_sequence(base_sequence, last_offset_delta),
-        bool(attributes & v2.TRANSACTIONAL_FLAG_MASK),
-        bool(attributes & v2.CONTROL_FLAG_MASK),
-        partition_leader_epoch,
-        records_count,
-    )
+def batch_infos(buf: ReadableBuffer) -> list[BatchInfo]:
+    """Per-batch facts of the validated records, for the log
+    (``UnifiedLog.prepare_append``) and the producer-state checks."""
+    return parse_batch_infos(memoryview(buf))

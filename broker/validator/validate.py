@@ -167,7 +167,7 @@ def validate_records(
         analysis=analysis,
         inline_budget=inline_budget,
     )
-    batches = tuple(batch_infos(result.validated, next_offset, result.num_records))
+    batches = tuple(batch_infos(result.validated))
     if result.message_size_maybe_changed:
         for b in batches:
             if b.size_in_bytes > config.max_message_bytes:
@@ -232,7 +232,7 @@ def _in_place_v2(  # noqa: PLR0917
     last_offset = next_offset + count - 1
     batch = v2_batch_info(
         0, records.nbytes, next_offset, count - 1, batch_max_ts, attributes, pid, epoch,
-        base_seq, leader_epoch, count,
+        base_seq, leader_epoch,
     )  # fmt: skip
     return ValidationResult(
         validated_records=records,

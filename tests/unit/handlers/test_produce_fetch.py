@@ -565,7 +565,7 @@ def test_produce_io_error_is_kafka_storage_error(broker, monkeypatch):
 
     create(broker, "t")
 
-    def failing_append(self, records):
+    def failing_append(self, records, batches=None):
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr(UnifiedLog, "append", failing_append)

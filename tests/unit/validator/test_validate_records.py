@@ -72,7 +72,9 @@ def test_in_place_result_and_patched_header():
     assert (h.base_offset, h.partition_leader_epoch) == (100, 7)
     assert v2.is_valid(buf, 0, len(buf))
     (info,) = r.batches
-    assert (info.base_offset, info.last_offset, info.records_count, info.magic) == (100, 102, 3, 2)
+    assert (info.position, info.size_in_bytes) == (0, len(buf))
+    assert (info.base_offset, info.last_offset, info.magic) == (100, 102, 2)
+    assert info.partition_leader_epoch == 7
     assert r.original_size_in_bytes == r.valid_bytes == len(buf)
 
 
