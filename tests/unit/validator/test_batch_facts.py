@@ -65,10 +65,6 @@ def built_legacy(draw: Any) -> bytes:
     )  # fmt: skip
 
 
-def _declined(*_args: Any) -> None:
-    """``_in_place_v2`` declining: the general path runs."""
-
-
 @pytest.mark.parametrize("path", [*TWINS, pytest.param(None, id="general")])
 @settings(max_examples=300, deadline=None)
 @given(
@@ -96,7 +92,7 @@ def test_the_validators_batches_are_the_validated_bytes_headers(
     data += data[:partial_tail]  # a trailing partial batch is dropped before the log
     with pytest.MonkeyPatch.context() as patch:
         if path is None:
-            patch.setattr(validate, "_in_place_v2", _declined)
+            patch.setattr(validate, "_V2_ONLY", 0)  # the one-call dispatch's condition fails
         else:
             patch.setattr(scan, "assign_in_place_v2", path.assign_in_place_v2)
         try:
