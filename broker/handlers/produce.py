@@ -14,9 +14,11 @@ Behaviour (``KafkaApis.handleProduceRequest``, ``ProduceRequest.validateRecords`
 - acks must be -1, 0 or 1, else every partition gets INVALID_REQUIRED_ACKS
   (TOPIC_AUTHORIZATION_FAILED for topics the principal may not write) and
   nothing is appended.
-- Per partition, in request order: unknown partition -> UNKNOWN_TOPIC_OR_PARTITION;
-  an internal topic (``__consumer_offsets``) -> INVALID_TOPIC_EXCEPTION ("Cannot
-  append to internal topic", ``ReplicaManager.appendToLocalLog``);
+- Per partition, in request order: unknown partition -> UNKNOWN_TOPIC_OR_PARTITION
+  (NOT_LEADER_OR_FOLLOWER when another node leads it, ``ReplicaManager.missing_partition``);
+  then the partition's own checks (``Partition.check_produce``): an internal
+  topic (``__consumer_offsets``) -> INVALID_TOPIC_EXCEPTION ("Cannot append to
+  internal topic", ``ReplicaManager.appendToLocalLog``), then
   ``ProduceRequest.validateRecords`` (magic 2 and one batch for v3+, zstd
   only from v7) -> its code; these partitions do not touch the topic meters.
   Then TotalProduceRequests is marked and the partition appends (validate
@@ -28,7 +30,8 @@ Behaviour (``KafkaApis.handleProduceRequest``, ``ProduceRequest.validateRecords`
   partition so that appends keep the order of arrival; the response is sent
   when every partition is done (the meters and the error mapping are the
   same either way).
-- Error mapping and meters of ``appendToLocalLog``: unknown partition,
+- Error mapping and meters of ``appendToLocalLog`` (one rule, ``_PLAIN_ERRORS``,
+  applied in ``ProduceHandler._failed``): unknown partition,
   MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, CORRUPT_MESSAGE and
   KAFKA_STORAGE_ERROR are answered with log_start_offset -1 and do not mark
   FailedProduceRequests; record validation errors (INVALID_TIMESTAMP,
@@ -353,19 +356,12 @@ class ProduceHandler(RequestHandler[ProduceRequest]):
         """Every partition fails with ``error`` (topics in ``denied`` with
         TOPIC_AUTHORIZATION_FAILED, which Kafka checks first); nothing is appended."""
         run = _Produce(ctx, request.acks, denied, 0)
-        response = ProduceResponse(
-            responses=[
-                _TopicResponse(
-                    name=td.name,
-                    partition_responses=[
-                        run.refused(pd.index, _denial(td.name) if denied and td.name in denied
-                                    else error)
-                        for pd in td.partition_data
-                    ],
-                )
-                for td in request.topic_data
-            ]
-        )  # fmt: skip
+        topics = []
+        for td in request.topic_data:
+            failed = _denial(td.name) if denied and td.name in denied else error
+            responses = [run.refused(pd.index, failed) for pd in td.partition_data]
+            topics.append(_TopicResponse(name=td.name, partition_responses=responses))
+        response = ProduceResponse(responses=topics)
         if request.acks == 0:
             ctx.connection.close()
             return None
