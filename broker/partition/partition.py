@@ -1,5 +1,9 @@
 """One partition led by this broker: validate, then append (``Partition.appendRecordsToLeader``).
 
+A produce request's partition first passes the partition's own checks
+(:meth:`Partition.check_produce`: an internal topic, ``ProduceRequest.validateRecords``;
+:meth:`Partition.check_min_isr` for acks=-1), then appends.
+
 The produce path of one partition of one request, in ``UnifiedLog.append``'s order::
 
     validate_records(records, topic config, next offset = LEO, now)   # validator
