@@ -166,6 +166,11 @@ def _first_batch_transactional(records: memoryview) -> bool:
 class _Produce:
     """One request on its way through its partitions: what its answer collects."""
 
+    #: the current topic's meters, fetched for its first partition that appends
+    tmeters: TopicMeters | None
+    #: the current topic's partition responses
+    responses: list[_PartitionResponse]
+
     __slots__ = (
         "acks_all",
         "any_error",
@@ -199,10 +204,7 @@ class _Produce:
         #: the first partition is always tried inline (its own cost is bounded
         #: by produce.inline.max.cost)
         self.first = True
-        #: the current topic's meters, fetched for its first partition that appends
-        self.tmeters: TopicMeters | None = None
-        #: the current topic's partition responses
-        self.responses: list[_PartitionResponse] = []
+        # tmeters and responses are the current topic's, set by ProduceHandler._topic
 
     def error(
         self,
@@ -297,6 +299,7 @@ class ProduceHandler(RequestHandler[ProduceRequest]):
         self._inline_ns = int(broker.config.get("produce.inline.max.ms")) * 1_000_000
         #: the authorizer (set before the handlers are built), None without one
         self._authorizer = broker.authorizer
+        self._replicas = broker.replica_manager
 
     def handle(self, ctx: RequestContext, request: ProduceRequest) -> Reply:
         if _any_transactional(request):
@@ -387,10 +390,9 @@ class ProduceHandler(RequestHandler[ProduceRequest]):
     ) -> _PartitionResponse:
         """``KafkaApis.handleProduceRequest``'s checks, then ``appendToLocalLog``."""
         index = pd.index
-        rm = self.broker.replica_manager
-        partition = rm.get_partition(topic, index)
+        partition = self._replicas.get_partition(topic, index)
         if partition is None:
-            return run.refused(index, rm.missing_partition(topic, index))
+            return run.refused(index, self._replicas.missing_partition(topic, index))
         try:
             records = partition.check_produce(pd.records, run.version)
         except KafkaError as exc:
