@@ -13,6 +13,7 @@ with UNKNOWN_SERVER_ERROR (and logged), never with a crash of the connection.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import ClassVar, NamedTuple
 
 
@@ -157,9 +158,14 @@ class RecordError(NamedTuple):
 
 
 class KafkaError(Exception):
-    """Base of every error that maps to a Kafka error code."""
+    """Base of every error that maps to a Kafka error code.
+
+    ``record_errors`` are the rejected records a response lists with the error
+    (``ProduceResponse.record_errors``): none but for :class:`RecordValidationError`.
+    """
 
     error_code: ClassVar[ErrorCode] = ErrorCode.UNKNOWN_SERVER_ERROR
+    record_errors: Sequence[RecordError] = ()
 
     @property
     def code(self) -> ErrorCode:
@@ -232,6 +238,18 @@ class RecordBatchTooLargeError(KafkaError):
 
 class UnknownTopicOrPartitionError(KafkaError):
     error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+class NotLeaderOrFollowerError(KafkaError):
+    """``NotLeaderOrFollowerException``: another node leads the partition."""
+
+    error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+class NotEnoughReplicasError(KafkaError):
+    """``NotEnoughReplicasException``: the ISR is smaller than min.insync.replicas."""
+
+    error_code = ErrorCode.NOT_ENOUGH_REPLICAS
 
 
 class InvalidTopicError(KafkaError):

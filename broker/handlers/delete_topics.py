@@ -34,10 +34,10 @@ import logging
 import uuid
 from collections import Counter
 
-from broker.coordinator.group.coordinator import is_internal_topic
 from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
+from broker.partition.internal_topics import is_internal_topic
 from broker.protocol.messages import DeleteTopicsRequest, DeleteTopicsResponse
 from broker.security.acl import AclOperation, ResourceType
 

@@ -44,11 +44,11 @@ from __future__ import annotations
 
 import uuid
 
-from broker.coordinator.group.coordinator import is_internal_topic
 from broker.errors import ErrorCode, KafkaError
 from broker.handlers.authorization import OPERATIONS_NOT_REQUESTED, authorized_operations
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
+from broker.partition.internal_topics import is_internal_topic
 from broker.partition.partition import LEADER_EPOCH
 from broker.protocol.messages import MetadataRequest, MetadataResponse
 from broker.security.acl import CLUSTER_NAME, AclOperation, ResourceType

@@ -14,9 +14,11 @@ Behaviour (``KafkaApis.handleProduceRequest``, ``ProduceRequest.validateRecords`
 - acks must be -1, 0 or 1, else every partition gets INVALID_REQUIRED_ACKS
   (TOPIC_AUTHORIZATION_FAILED for topics the principal may not write) and
   nothing is appended.
-- Per partition, in request order: unknown partition -> UNKNOWN_TOPIC_OR_PARTITION;
-  an internal topic (``__consumer_offsets``) -> INVALID_TOPIC_EXCEPTION ("Cannot
-  append to internal topic", ``ReplicaManager.appendToLocalLog``);
+- Per partition, in request order: unknown partition -> UNKNOWN_TOPIC_OR_PARTITION
+  (NOT_LEADER_OR_FOLLOWER when another node leads it, ``ReplicaManager.missing_partition``);
+  then the partition's own checks (``Partition.check_produce``): an internal
+  topic (``__consumer_offsets``) -> INVALID_TOPIC_EXCEPTION ("Cannot append to
+  internal topic", ``ReplicaManager.appendToLocalLog``), then
   ``ProduceRequest.validateRecords`` (magic 2 and one batch for v3+, zstd
   only from v7) -> its code; these partitions do not touch the topic meters.
   Then TotalProduceRequests is marked and the partition appends (validate
@@ -28,7 +30,8 @@ Behaviour (``KafkaApis.handleProduceRequest``, ``ProduceRequest.validateRecords`
   partition so that appends keep the order of arrival; the response is sent
   when every partition is done (the meters and the error mapping are the
   same either way).
-- Error mapping and meters of ``appendToLocalLog``: unknown partition,
+- Error mapping and meters of ``appendToLocalLog`` (one rule, ``_PLAIN_ERRORS``,
+  applied in ``ProduceHandler._failed``): unknown partition,
   MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, CORRUPT_MESSAGE and
   KAFKA_STORAGE_ERROR are answered with log_start_offset -1 and do not mark
   FailedProduceRequests; record validation errors (INVALID_TIMESTAMP,
@@ -71,13 +74,16 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from broker.coordinator.group.coordinator import is_internal_topic
 from broker.errors import (
     ErrorCode,
+    InvalidRequiredAcksError,
+    InvalidTxnStateError,
     KafkaError,
     KafkaStorageError,
-    RecordTooLargeError,
     RecordValidationError,
+    TopicAuthorizationError,
+    TransactionalIdAuthorizationError,
+    UnknownServerError,
 )
 from broker.handlers.authorization import authorize, report_denied
 from broker.handlers.base import Reply, RequestHandler
@@ -97,12 +103,13 @@ from broker.records.batch import (
     TRANSACTIONAL_FLAG_MASK,
 )
 from broker.security.acl import AclOperation, ResourceType
-from broker.validator.analysis import check_request_records
 
 log = logging.getLogger(__name__)
 
-#: errors answered with log_start_offset -1 and without FailedProduceRequests
-#: (``ReplicaManager.appendToLocalLog``)
+#: ``ReplicaManager.appendToLocalLog``: an append failing with one of these is
+#: answered with log_start_offset -1 and does not mark FailedProduceRequests;
+#: every other error marks it and carries the partition's log start offset
+#: (:meth:`ProduceHandler._failed` applies the rule)
 _PLAIN_ERRORS = frozenset(
     {
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -123,47 +130,14 @@ _TOPIC_CODE = int(_TOPIC)
 #: MAX_LISTED_RECORD_ERRORS); later partitions list none and say so
 #: (docs/deviations.md, "Record errors are capped")
 MAX_RESPONSE_RECORD_ERRORS = 1000
-
+_NO_TRANSACTIONS = (
+    "Transactions are not supported by this broker: it has no transaction "
+    "coordinator. Produce without a transactional.id."
+)
 
 _PartitionResponse = ProduceResponse.PartitionProduceResponse
-#: the place of a queued partition's response in its topic's list until the
-#: append is done (``_after_queued`` puts the real one in its slot)
-_PENDING = _PartitionResponse()
-
-
-class _ErrorListing:
-    """What is left of one response's record error budget."""
-
-    __slots__ = ("left",)
-
-    def __init__(self) -> None:
-        self.left = MAX_RESPONSE_RECORD_ERRORS
-
-    def take(
-        self, exc: RecordValidationError
-    ) -> tuple[list[ProduceResponse.BatchIndexAndErrorMessage], str]:
-        """The record_errors and error_message of a partition's response."""
-        listed = exc.record_errors[: self.left]
-        self.left -= len(listed)
-        message = str(exc)
-        if len(listed) < len(exc.record_errors):
-            reason = (
-                "invalid timestamp"
-                if exc.code == ErrorCode.INVALID_TIMESTAMP
-                else f"{exc.total} record errors in total"
-            )
-            message = (
-                f"One or more records have been rejected due to {reason} ({exc.total} record "
-                f"errors, {len(listed)} listed: the response already lists "
-                f"{MAX_RESPONSE_RECORD_ERRORS - self.left - len(listed)} of at most "
-                f"{MAX_RESPONSE_RECORD_ERRORS})"
-            )
-        return [
-            ProduceResponse.BatchIndexAndErrorMessage(
-                batch_index=e.batch_index, batch_index_error_message=e.message
-            )
-            for e in listed
-        ], message
+_TopicResponse = ProduceResponse.TopicProduceResponse
+_RecordError = ProduceResponse.BatchIndexAndErrorMessage
 
 
 def _any_transactional(request: ProduceRequest) -> bool:
@@ -189,6 +163,103 @@ def _first_batch_transactional(records: memoryview) -> bool:
     return bool(records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_FLAG_MASK)
 
 
+class _Produce:
+    """One request on its way through its partitions: what its answer collects."""
+
+    #: the current topic's meters, fetched for its first partition that appends
+    tmeters: TopicMeters | None
+    #: the current topic's partition responses
+    responses: list[_PartitionResponse]
+
+    __slots__ = (
+        "acks_all",
+        "any_error",
+        "ctx",
+        "denied",
+        "durable",
+        "first",
+        "inline_until",
+        "queued",
+        "record_errors_left",
+        "responses",
+        "tmeters",
+        "version",
+    )
+
+    def __init__(
+        self, ctx: RequestContext, acks: int, denied: set[str] | None, inline_until: int
+    ) -> None:
+        self.ctx = ctx
+        self.version = ctx.header.api_version
+        self.acks_all = acks == -1
+        #: topics the principal may not WRITE (None: all allowed)
+        self.denied = denied
+        #: (log, offset to be durable up to, response) of each appended partition
+        self.durable: list[tuple[UnifiedLog, int, _PartitionResponse]] = []
+        self.queued: list[_Queued] = []
+        self.any_error = False
+        self.record_errors_left = MAX_RESPONSE_RECORD_ERRORS
+        #: partitions after this moment (perf_counter_ns) are validated on a worker thread
+        self.inline_until = inline_until
+        #: the first partition is always tried inline (its own cost is bounded
+        #: by produce.inline.max.cost)
+        self.first = True
+        # tmeters and responses are the current topic's, set by ProduceHandler._topic
+
+    def error(
+        self,
+        index: int,
+        code: ErrorCode,
+        message: str | None,
+        log_start_offset: int = -1,
+        record_errors: list[_RecordError] | None = None,
+    ) -> _PartitionResponse:
+        """Every partition error answer (kfake's ``donep``), counted in ErrorsPerSec."""
+        self.ctx.count_error(code)
+        self.any_error = True
+        resp = _PartitionResponse(
+            index=index,
+            error_code=code,
+            base_offset=-1,
+            log_start_offset=log_start_offset,
+            error_message=message if self.version >= 8 else None,
+        )
+        if record_errors:
+            resp.record_errors = record_errors
+        return resp
+
+    def refused(self, index: int, exc: KafkaError) -> _PartitionResponse:
+        """A partition refused before it appends: log_start_offset -1, no meters."""
+        return self.error(index, exc.code, str(exc) or None)
+
+    def listed(self, exc: KafkaError) -> tuple[list[_RecordError], str | None]:
+        """The record_errors and error_message of a partition's response, within
+        what is left of the response's record error budget."""
+        errors = exc.record_errors
+        message = str(exc) or None
+        if not errors:
+            return [], message
+        listed = errors[: self.record_errors_left]
+        self.record_errors_left -= len(listed)
+        if len(listed) < len(errors):
+            total = exc.total if isinstance(exc, RecordValidationError) else len(errors)
+            reason = (
+                "invalid timestamp"
+                if exc.code == ErrorCode.INVALID_TIMESTAMP
+                else f"{total} record errors in total"
+            )
+            message = (
+                f"One or more records have been rejected due to {reason} ({total} record "
+                f"errors, {len(listed)} listed: the response already lists "
+                f"{MAX_RESPONSE_RECORD_ERRORS - self.record_errors_left - len(listed)} of at "
+                f"most {MAX_RESPONSE_RECORD_ERRORS})"
+            )
+        return [
+            _RecordError(batch_index=e.batch_index, batch_index_error_message=e.message)
+            for e in listed
+        ], message
+
+
 @dataclass(slots=True)
 class _Queued:
     """A partition whose append was queued (validated on a worker thread)."""
@@ -199,6 +270,22 @@ class _Queued:
     size: int
     tmeters: TopicMeters
     job: asyncio.Future[AppendOutcome]
+
+
+def _unexpected(partition: Partition, exc: BaseException) -> KafkaError:
+    """An append's exception that is not a client's error, as the one it is answered with."""
+    if isinstance(exc, OSError):
+        # the disk failed under the append (Kafka: KafkaStorageException from
+        # the log, KAFKA_STORAGE_ERROR for the partition), not a bug of ours
+        log.error("I/O error appending to %s: %s", partition, exc)
+        return KafkaStorageError(
+            f"I/O error appending to {partition.topic}-{partition.partition}: {exc.strerror or exc}"
+        )
+    # a bug of ours: logged with its traceback, answered UNKNOWN_SERVER_ERROR
+    log.error(
+        "unexpected error appending to %s-%d", partition.topic, partition.partition, exc_info=exc
+    )
+    return UnknownServerError()
 
 
 class ProduceHandler(RequestHandler[ProduceRequest]):
@@ -212,168 +299,32 @@ class ProduceHandler(RequestHandler[ProduceRequest]):
         self._inline_ns = int(broker.config.get("produce.inline.max.ms")) * 1_000_000
         #: the authorizer (set before the handlers are built), None without one
         self._authorizer = broker.authorizer
+        self._replicas = broker.replica_manager
 
     def handle(self, ctx: RequestContext, request: ProduceRequest) -> Reply:
-        version = ctx.header.api_version
-        acks = request.acks
         if _any_transactional(request):
-            transactional_id = request.transactional_id
-            if transactional_id is None or not authorize(
-                self.broker, ctx, _WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
-            ):
-                return self._fail_all(
-                    ctx, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None, acks
-                )
-            return self._fail_all(
-                ctx,
-                request,
-                ErrorCode.INVALID_TXN_STATE,
-                "Transactions are not supported by this broker: it has no transaction "
-                "coordinator. Produce without a transactional.id.",
-                acks,
-            )
+            return self._fail_all(ctx, request, self._transactions_refused(ctx, request))
         # Kafka's order: the transactional id, the topics' WRITE, then (in
         # appendRecords) acks
         denied = None if self._authorizer is None else self._denied_topics(ctx, request)
-        if acks not in (-1, 0, 1):
-            return self._fail_all(
-                ctx, request, ErrorCode.INVALID_REQUIRED_ACKS, None, acks, denied=denied
-            )
+        if request.acks not in (-1, 0, 1):
+            return self._fail_all(ctx, request, InvalidRequiredAcksError(), denied)
+        run = _Produce(ctx, request.acks, denied, time.perf_counter_ns() + self._inline_ns)
+        response = ProduceResponse(responses=[self._topic(run, td) for td in request.topic_data])
+        if run.queued:
+            return self._after_queued(run, request, response)
+        return self._answer(run, request, response)
 
-        rm = self.broker.replica_manager
-        meters = self.broker.meters
-        durable: list[tuple[UnifiedLog, int, _PartitionResponse]] = []
-        listing = _ErrorListing()
-        queued: list[_Queued] = []
-        min_isr_check = acks == -1
-        any_error = False
-        topics = []
-        # partitions after this moment are validated on a worker thread
-        inline_until = time.perf_counter_ns() + self._inline_ns
-        first = True
-        for td in request.topic_data:
-            name = td.name
-            tmeters: TopicMeters | None = None
-            responses: list[_PartitionResponse] = []
-            if denied and name in denied:
-                message = f"Not authorized to access topics: [{name}]"
-                responses.extend(
-                    self._error(ctx, pd.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED, message,
-                                version)
-                    for pd in td.partition_data
-                )  # fmt: skip
-                any_error = True
-                topics.append(
-                    ProduceResponse.TopicProduceResponse(name=name, partition_responses=responses)
-                )
-                continue
-            for pd in td.partition_data:
-                partition = rm.get_partition(name, pd.index)
-                records = pd.records
-                if partition is None:
-                    code = rm.missing_partition_error(name, pd.index)
-                    resp = self._error(
-                        ctx,
-                        pd.index,
-                        code,
-                        f"This server does not host this topic-partition: {name}-{pd.index}"
-                        if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                        else f"This server is not the leader for that topic-partition: "
-                        f"{name}-{pd.index}",
-                        version,
-                    )
-                elif is_internal_topic(name):
-                    # ReplicaManager.appendToLocalLog with internalTopicsAllowed=false
-                    resp = self._error(
-                        ctx,
-                        pd.index,
-                        ErrorCode.INVALID_TOPIC_EXCEPTION,
-                        f"Cannot append to internal topic {name}",
-                        version,
-                    )
-                elif records is None:
-                    resp = self._error(
-                        ctx, pd.index, ErrorCode.INVALID_RECORD, "records must not be null", version
-                    )
-                else:
-                    try:
-                        check_request_records(records, version)
-                    except KafkaError as exc:
-                        log.debug("produce to %s-%d refused: %s", name, pd.index, exc)
-                        resp = self._error(ctx, pd.index, exc.code, str(exc), version)
-                    else:
-                        if tmeters is None:
-                            tmeters = meters.topic(name)
-                        got = self._append(
-                            ctx,
-                            partition,
-                            records,
-                            version=version,
-                            tmeters=tmeters,
-                            min_isr_check=min_isr_check,
-                            durable=durable,
-                            listing=listing,
-                            # the first partition is always tried inline (its own
-                            # cost is bounded by produce.inline.max.cost)
-                            inline=first or time.perf_counter_ns() < inline_until,
-                        )
-                        first = False
-                        if isinstance(got, asyncio.Future):
-                            queued.append(
-                                _Queued(responses, len(responses), partition, records.nbytes,
-                                        tmeters, got)
-                            )  # fmt: skip
-                            # replaced by its response once the append is done
-                            responses.append(_PENDING)
-                            continue
-                        resp = got
-                any_error = any_error or resp.error_code != ErrorCode.NONE
-                responses.append(resp)
-            topics.append(
-                ProduceResponse.TopicProduceResponse(name=name, partition_responses=responses)
-            )
-        response = ProduceResponse(responses=topics)
-        if queued:
-            return self._after_queued(
-                ctx,
-                request,
-                response,
-                queued=queued,
-                durable=durable,
-                listing=listing,
-                any_error=any_error,
-            )
-        return self._answer(ctx, request, response, durable, any_error)
+    # ---- the request's checks ---------------------------------------------------------------
 
-    def _answer(
-        self,
-        ctx: RequestContext,
-        request: ProduceRequest,
-        response: ProduceResponse,
-        durable: list[tuple[UnifiedLog, int, _PartitionResponse]],
-        any_error: bool,
-    ) -> Reply:
-        """Once every partition is appended: acks 0 / 1 / all."""
-        acks = request.acks
-        conn = ctx.connection
-        if acks == 0:
-            if any_error:
-                # Kafka closes the connection so that an acks=0 client learns of failures
-                conn.close()
-            return None
-        if acks == 1 or not durable or not self.broker.config.get("acks.all.fsync"):
-            return response
-        # registered now, in the handler's synchronous part (GroupCommit); answered
-        # from the round's callback, without a task or a coroutine
-        targets = [(log_, offset) for log_, offset, _ in durable]
-        answered: DelayedReply[Data] = DelayedReply()
-        if not self.broker.durability.when_flushed(
-            targets,
-            max(request.timeout_ms, 0) / 1000,
-            functools.partial(self._flushed, ctx, response, durable, answered),
+    def _transactions_refused(self, ctx: RequestContext, request: ProduceRequest) -> KafkaError:
+        """What transactional records are answered with (no transaction coordinator)."""
+        transactional_id = request.transactional_id
+        if transactional_id is None or not authorize(
+            self.broker, ctx, _WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
         ):
-            return response  # durable already
-        return answered
+            return TransactionalIdAuthorizationError()
+        return InvalidTxnStateError(_NO_TRANSACTIONS)
 
     def _denied_topics(self, ctx: RequestContext, request: ProduceRequest) -> set[str] | None:
         """The request's topics the principal may not WRITE (None: all allowed). Each
@@ -398,133 +349,81 @@ class ProduceHandler(RequestHandler[ProduceRequest]):
             report_denied(self.broker, ctx, _WRITE, _TOPIC, name)
         return denied
 
-    # ---- one partition -----------------------------------------------------------------------
-
-    def _append(
+    def _fail_all(
         self,
         ctx: RequestContext,
-        partition: Partition,
-        records: memoryview,
-        *,
-        version: int,
-        tmeters: TopicMeters,
-        min_isr_check: bool,
-        durable: list[tuple[UnifiedLog, int, _PartitionResponse]],
-        listing: _ErrorListing,
-        inline: bool,
-    ) -> _PartitionResponse | asyncio.Future[AppendOutcome]:
-        tmeters.produce_requests.inc()
-        size = records.nbytes
-        log_ = partition.log
-        try:
-            if min_isr_check and log_.config.min_insync_replicas > 1:
-                ctx.count_error(ErrorCode.NOT_ENOUGH_REPLICAS)
-                tmeters.failed_produce_requests.inc()
-                return ProduceResponse.PartitionProduceResponse(
-                    index=partition.partition,
-                    error_code=ErrorCode.NOT_ENOUGH_REPLICAS,
-                    base_offset=-1,
-                    log_append_time_ms=-1,
-                    log_start_offset=log_.log_start_offset,
-                    error_message=(
-                        f"The size of the current ISR {{{self.broker.node_id}}} is insufficient "
-                        f"to satisfy the min.isr requirement of {log_.config.min_insync_replicas} "
-                        f"for partition {partition.topic}-{partition.partition}"
-                    )
-                    if version >= 8
-                    else None,
-                )
-            got = partition.append(records, version, inline=inline)
-        except Exception as exc:
-            return self._failed(
-                ctx, partition, size=size, version=version, tmeters=tmeters, listing=listing,
-                exc=exc,
-            )  # fmt: skip
-        if isinstance(got, asyncio.Future):
-            return got
-        return self._appended(
-            ctx, partition, size=size, tmeters=tmeters, durable=durable, outcome=got
-        )
+        request: ProduceRequest,
+        error: KafkaError,
+        denied: set[str] | None = None,
+    ) -> Reply:
+        """Every partition fails with ``error`` (topics in ``denied`` with
+        TOPIC_AUTHORIZATION_FAILED, which Kafka checks first); nothing is appended."""
+        run = _Produce(ctx, request.acks, denied, 0)
+        topics = []
+        for td in request.topic_data:
+            failed = _denial(td.name) if denied and td.name in denied else error
+            responses = [run.refused(pd.index, failed) for pd in td.partition_data]
+            topics.append(_TopicResponse(name=td.name, partition_responses=responses))
+        response = ProduceResponse(responses=topics)
+        if request.acks == 0:
+            ctx.connection.close()
+            return None
+        return response
 
-    def _failed(
-        self,
-        ctx: RequestContext,
-        partition: Partition,
-        *,
-        size: int,
-        version: int,
-        tmeters: TopicMeters,
-        listing: _ErrorListing,
-        exc: BaseException,
+    # ---- topics and partitions, in request order --------------------------------------------
+
+    def _topic(self, run: _Produce, td: ProduceRequest.TopicProduceData) -> _TopicResponse:
+        name = td.name
+        run.tmeters = None
+        responses = run.responses = []
+        if run.denied and name in run.denied:
+            denial = _denial(name)
+            responses.extend(run.refused(pd.index, denial) for pd in td.partition_data)
+        else:
+            # a loop, not extend(): a queued partition notes its slot, len(run.responses)
+            for pd in td.partition_data:
+                responses.append(self._partition(run, name, pd))  # noqa: PERF401
+        return _TopicResponse(name=name, partition_responses=responses)
+
+    def _partition(
+        self, run: _Produce, topic: str, pd: ProduceRequest.PartitionProduceData
     ) -> _PartitionResponse:
-        """A partition's response and meters for an append that raised."""
-        log_ = partition.log
-        if isinstance(exc, RecordValidationError):
-            log.debug("produce to %s rejected: %s", partition, exc)
-            tmeters.failed_produce_requests.inc()
-            ctx.count_error(exc.code)
-            listed, message = listing.take(exc)
-            return ProduceResponse.PartitionProduceResponse(
-                index=partition.partition,
-                error_code=exc.code,
-                base_offset=-1,
-                log_append_time_ms=-1,
-                log_start_offset=log_.log_start_offset,
-                record_errors=listed,
-                error_message=message,
-            )
-        if isinstance(exc, OSError):
-            # the disk failed under the append (Kafka: KafkaStorageException from
-            # the log, KAFKA_STORAGE_ERROR for the partition), not a bug of ours
-            log.error("I/O error appending to %s: %s", partition, exc)
-            exc = KafkaStorageError(f"I/O error appending to {partition.topic}-"
-                                    f"{partition.partition}: {exc.strerror or exc}")  # fmt: skip
-        if isinstance(exc, KafkaError):
-            code = exc.code
-            log.debug("produce to %s failed: %s: %s", partition, code.name, exc)
-            if isinstance(exc, RecordTooLargeError):
-                tmeters.bytes_rejected.inc(size)
-            if code in _PLAIN_ERRORS:
-                return self._error(ctx, partition.partition, code, str(exc), version)
-            tmeters.failed_produce_requests.inc()
-            ctx.count_error(code)
-            return ProduceResponse.PartitionProduceResponse(
-                index=partition.partition,
-                error_code=code,
-                base_offset=-1,
-                log_append_time_ms=-1,
-                log_start_offset=log_.log_start_offset,
-                error_message=str(exc) if version >= 8 else None,
-            )
-        # a bug of ours: logged with its traceback, answered UNKNOWN_SERVER_ERROR
-        log.error(
-            "unexpected error appending to %s-%d",
-            partition.topic,
-            partition.partition,
-            exc_info=exc,
-        )
-        tmeters.failed_produce_requests.inc()
-        ctx.count_error(ErrorCode.UNKNOWN_SERVER_ERROR)
-        return ProduceResponse.PartitionProduceResponse(
-            index=partition.partition,
-            error_code=ErrorCode.UNKNOWN_SERVER_ERROR,
-            base_offset=-1,
-            log_append_time_ms=-1,
-            log_start_offset=log_.log_start_offset,
-        )
+        """``KafkaApis.handleProduceRequest``'s checks, then ``appendToLocalLog``."""
+        index = pd.index
+        partition = self._replicas.get_partition(topic, index)
+        if partition is None:
+            return run.refused(index, self._replicas.missing_partition(topic, index))
+        try:
+            records = partition.check_produce(pd.records, run.version)
+        except KafkaError as exc:
+            log.debug("produce to %s refused: %s", partition, exc)
+            return run.refused(index, exc)
+        tmeters = run.tmeters
+        if tmeters is None:
+            tmeters = run.tmeters = self.broker.meters.topic(topic)
+        tmeters.produce_requests.inc()
+        inline = run.first or time.perf_counter_ns() < run.inline_until
+        run.first = False
+        try:
+            if run.acks_all:
+                partition.check_min_isr(self.broker.node_id)
+            got = partition.append(records, run.version, inline=inline)
+        except Exception as exc:
+            return self._failed(run, partition, records.nbytes, tmeters, exc)
+        if isinstance(got, asyncio.Future):
+            return self._queue(run, partition, records.nbytes, tmeters, got)
+        return self._appended(run, partition, records.nbytes, tmeters, got)
 
     def _appended(
         self,
-        ctx: RequestContext,
+        run: _Produce,
         partition: Partition,
-        *,
         size: int,
         tmeters: TopicMeters,
-        durable: list[tuple[UnifiedLog, int, _PartitionResponse]],
         outcome: AppendOutcome,
     ) -> _PartitionResponse:
         """A partition's response and meters for a successful append."""
-        log_ = partition.log
+        ctx = run.ctx
         ctx.count_error(ErrorCode.NONE)
         stats = outcome.stats
         if outcome.num_records > 0:
@@ -539,7 +438,7 @@ class ProduceHandler(RequestHandler[ProduceRequest]):
             ).inc(converted)
             ctx.conversions_time_ns = stats.conversion_time_nanos
         ctx.temporary_memory_bytes = stats.temporary_memory_bytes
-        resp = ProduceResponse.PartitionProduceResponse(
+        resp = _PartitionResponse(
             index=partition.partition,
             error_code=ErrorCode.NONE,
             base_offset=outcome.base_offset,
@@ -547,95 +446,96 @@ class ProduceHandler(RequestHandler[ProduceRequest]):
             log_start_offset=outcome.log_start_offset,
         )
         if outcome.last_offset >= 0:
-            durable.append((log_, outcome.last_offset + 1, resp))
+            run.durable.append((partition.log, outcome.last_offset + 1, resp))
         return resp
 
     @staticmethod
-    def _error(
-        ctx: RequestContext, index: int, code: ErrorCode, message: str | None, version: int
+    def _failed(
+        run: _Produce, partition: Partition, size: int, tmeters: TopicMeters, exc: BaseException
     ) -> _PartitionResponse:
-        ctx.count_error(code)
-        return ProduceResponse.PartitionProduceResponse(
-            index=index,
-            error_code=code,
-            base_offset=-1,
-            log_append_time_ms=-1,
-            log_start_offset=-1,
-            error_message=message if version >= 8 else None,
+        """``ReplicaManager.appendToLocalLog``'s catch: the one place an append's
+        exception becomes its partition's answer and meters (see ``_PLAIN_ERRORS``)."""
+        error = exc if isinstance(exc, KafkaError) else _unexpected(partition, exc)
+        code = error.code
+        log.debug("produce to %s failed: %s: %s", partition, code.name, error)
+        if code == ErrorCode.MESSAGE_TOO_LARGE:
+            tmeters.bytes_rejected.inc(size)
+        if code in _PLAIN_ERRORS:
+            return run.refused(partition.partition, error)
+        tmeters.failed_produce_requests.inc()
+        record_errors, message = run.listed(error)
+        return run.error(
+            partition.partition, code, message, partition.log.log_start_offset, record_errors
         )
-
-    def _fail_all(
-        self,
-        ctx: RequestContext,
-        request: ProduceRequest,
-        code: ErrorCode,
-        message: str | None,
-        acks: int,
-        *,
-        denied: set[str] | None = None,
-    ) -> Reply:
-        """Every partition fails with ``code`` (topics in ``denied`` with
-        TOPIC_AUTHORIZATION_FAILED, which Kafka checks first)."""
-        version = ctx.header.api_version
-        topics = []
-        for td in request.topic_data:
-            failed, why = code, message
-            if denied and td.name in denied:
-                failed = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                why = f"Not authorized to access topics: [{td.name}]"
-            topics.append(
-                ProduceResponse.TopicProduceResponse(
-                    name=td.name,
-                    partition_responses=[
-                        self._error(ctx, pd.index, failed, why, version) for pd in td.partition_data
-                    ],
-                )
-            )
-        response = ProduceResponse(responses=topics)
-        if acks == 0:
-            ctx.connection.close()
-            return None
-        return response
 
     # ---- appends queued on worker threads ---------------------------------------------------
 
+    @staticmethod
+    def _queue(
+        run: _Produce,
+        partition: Partition,
+        size: int,
+        tmeters: TopicMeters,
+        job: asyncio.Future[AppendOutcome],
+    ) -> _PartitionResponse:
+        """Remember a queued append; its slot in the topic's responses holds a
+        response with only its index until ``_after_queued`` puts the real one there."""
+        run.queued.append(_Queued(run.responses, len(run.responses), partition, size, tmeters, job))
+        return _PartitionResponse(index=partition.partition)
+
     async def _after_queued(
-        self,
-        ctx: RequestContext,
-        request: ProduceRequest,
-        response: ProduceResponse,
-        *,
-        queued: list[_Queued],
-        durable: list[tuple[UnifiedLog, int, _PartitionResponse]],
-        listing: _ErrorListing,
-        any_error: bool,
+        self, run: _Produce, request: ProduceRequest, response: ProduceResponse
     ) -> Data | None:
         """Wait for the queued partitions (in request order), fill in their
         responses, then answer as :meth:`_answer` does."""
-        version = ctx.header.api_version
-        for q in queued:
+        for q in run.queued:
             # shielded: a connection that goes away does not cancel an append
             # other requests of the partition are queued behind
             try:
                 outcome = await asyncio.shield(q.job)
             except Exception as exc:
-                resp = self._failed(
-                    ctx, q.partition, size=q.size, version=version, tmeters=q.tmeters,
-                    listing=listing, exc=exc,
-                )  # fmt: skip
+                resp = self._failed(run, q.partition, q.size, q.tmeters, exc)
             else:
-                resp = self._appended(
-                    ctx, q.partition, size=q.size, tmeters=q.tmeters, durable=durable,
-                    outcome=outcome,
-                )  # fmt: skip
+                resp = self._appended(run, q.partition, q.size, q.tmeters, outcome)
             q.responses[q.slot] = resp
-            any_error = any_error or resp.error_code != ErrorCode.NONE
-        reply = self._answer(ctx, request, response, durable, any_error)
+        reply = self._answer(run, request, response)
         if reply is None or isinstance(reply, Data):
             return reply
         return await cast(Awaitable[Data | None], reply)
 
-    # ---- acks=all --------------------------------------------------------------------------
+    # ---- the answer: acks 0 / 1 / all -------------------------------------------------------
+
+    def _answer(self, run: _Produce, request: ProduceRequest, response: ProduceResponse) -> Reply:
+        """Once every partition is appended: acks 0 / 1 / all."""
+        acks = request.acks
+        if acks == 0:
+            if run.any_error:
+                # Kafka closes the connection so that an acks=0 client learns of failures
+                run.ctx.connection.close()
+            return None
+        if acks == 1 or not run.durable or not self.broker.config.get("acks.all.fsync"):
+            return response
+        return self._when_durable(run.ctx, request, response, run.durable)
+
+    def _when_durable(
+        self,
+        ctx: RequestContext,
+        request: ProduceRequest,
+        response: ProduceResponse,
+        durable: list[tuple[UnifiedLog, int, _PartitionResponse]],
+    ) -> Reply:
+        """acks=all: the answer once an fsync covers every appended batch."""
+        # registered now, in the handler's synchronous part (GroupCommit); answered
+        # from the round's callback, without a task or a coroutine
+        targets = [(log_, offset) for log_, offset, _ in durable]
+        answered: DelayedReply[Data] = DelayedReply()
+        if not self.broker.durability.when_flushed(
+            targets,
+            max(request.timeout_ms, 0) / 1000,
+            functools.partial(self._flushed, ctx, response, durable, answered),
+        ):
+            return response  # durable already
+        return answered
 
     def _flushed(
         self,
@@ -645,7 +545,7 @@ class ProduceHandler(RequestHandler[ProduceRequest]):
         answered: DelayedReply[Data],
         outcome: bool | BaseException,
     ) -> None:
-        """The group commit's answer for an acks=all request (see ``_answer``)."""
+        """The group commit's answer for an acks=all request (see ``_when_durable``)."""
         if isinstance(outcome, OSError):
             log.error("fsync failed for an acks=all produce request", exc_info=outcome)
             self._set_errors(ctx, durable, ErrorCode.KAFKA_STORAGE_ERROR)
@@ -666,3 +566,7 @@ class ProduceHandler(RequestHandler[ProduceRequest]):
             ctx.count_error(ErrorCode.NONE, -1)
             ctx.count_error(code)
             resp.error_code = code
+
+
+def _denial(topic: str) -> KafkaError:
+    return TopicAuthorizationError(f"Not authorized to access topics: [{topic}]")

@@ -1,5 +1,9 @@
 """One partition led by this broker: validate, then append (``Partition.appendRecordsToLeader``).
 
+A produce request's partition first passes the partition's own checks
+(:meth:`Partition.check_produce`: an internal topic, ``ProduceRequest.validateRecords``;
+:meth:`Partition.check_min_isr` for acks=-1), then appends.
+
 The produce path of one partition of one request, in ``UnifiedLog.append``'s order::
 
     validate_records(records, topic config, next offset = LEO, now)   # validator
@@ -41,8 +45,16 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import NamedTuple, TypeVar, cast
 
 from broker.config import TopicConfig
-from broker.errors import KafkaError, RecordTooLargeError, UnknownTopicOrPartitionError
+from broker.errors import (
+    InvalidRecordError,
+    InvalidTopicError,
+    KafkaError,
+    NotEnoughReplicasError,
+    RecordTooLargeError,
+    UnknownTopicOrPartitionError,
+)
 from broker.log.unified_log import UnifiedLog
+from broker.partition.internal_topics import is_internal_topic
 from broker.partition.producer_append import check_producer_batches
 from broker.records.builder import build_v2_batch
 from broker.records.record import SimpleRecord
@@ -56,6 +68,7 @@ from broker.validator import (
     ValidationResult,
     validate_records,
 )
+from broker.validator.analysis import check_request_records
 
 #: the leader epoch of every partition (one broker, never re-elected)
 LEADER_EPOCH = 0
@@ -125,6 +138,8 @@ class Partition:
         self.partition = partition
         self.log = log
         self.leader_epoch = LEADER_EPOCH
+        #: a topic clients may not produce to (``Topic.isInternal``)
+        self.internal = is_internal_topic(topic)
         self._recorder = recorder
         self._time_ms = time_ms
         self._max_decompressed_bytes = max_decompressed_bytes
@@ -164,6 +179,32 @@ class Partition:
         listeners, self._append_listeners = self._append_listeners, []
         for callback in listeners:
             callback()
+
+    # ---- produce: the request's checks --------------------------------------------------------
+
+    def check_produce(self, records: memoryview | None, produce_version: int) -> memoryview:
+        """The checks a produce request's partition passes before it counts in
+        TotalProduceRequests, in Kafka's order: an internal topic is refused
+        (``ReplicaManager.appendToLocalLog`` with ``internalTopicsAllowed =
+        false``), then ``ProduceRequest.validateRecords`` (magic 2 and one batch
+        for v3+, zstd only from v7). Returns the records; raises the
+        ``broker.errors`` exception the partition is answered with."""
+        if self.internal:
+            raise InvalidTopicError(f"Cannot append to internal topic {self.topic}")
+        if records is None:
+            raise InvalidRecordError("records must not be null")
+        check_request_records(records, produce_version)
+        return records
+
+    def check_min_isr(self, node_id: int) -> None:
+        """``Partition.appendRecordsToLeader`` with acks=-1: the ISR (this broker,
+        ``node_id``, alone) must hold min.insync.replicas, else NOT_ENOUGH_REPLICAS."""
+        min_isr = self.log.config.min_insync_replicas
+        if min_isr > 1:
+            raise NotEnoughReplicasError(
+                f"The size of the current ISR {{{node_id}}} is insufficient to satisfy the "
+                f"min.isr requirement of {min_isr} for partition {self._name}"
+            )
 
     # ---- append -----------------------------------------------------------------------------
 

@@ -20,6 +20,8 @@ from broker.errors import (
     ErrorCode,
     InvalidPartitionsError,
     InvalidTopicError,
+    KafkaError,
+    NotLeaderOrFollowerError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -126,6 +128,17 @@ class ReplicaManager:
         ):
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    def missing_partition(self, topic: str, partition: int) -> KafkaError:
+        """:meth:`missing_partition_error` as the exception a produce of the
+        partition is answered with (``KafkaApis.handleProduceRequest``'s message)."""
+        if self.missing_partition_error(topic, partition) == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            return NotLeaderOrFollowerError(
+                f"This server is not the leader for that topic-partition: {topic}-{partition}"
+            )
+        return UnknownTopicOrPartitionError(
+            f"This server does not host this topic-partition: {topic}-{partition}"
+        )
 
     def partition_or_error(self, topic: str, partition: int) -> Partition:
         found = self._partitions.get((topic, partition))

@@ -18,8 +18,9 @@ from broker.config import BrokerConfig
 from broker.config_key import INT_MAX
 from broker.errors import InvalidConfigError
 from broker.group_config_keys import CONSUMER_GROUP_ASSIGNORS, migration_policy
+from broker.partition import internal_topics
 
-GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
+GROUP_METADATA_TOPIC_NAME = internal_topics.GROUP_METADATA_TOPIC_NAME
 #: ``GroupCoordinatorConfig.CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS`` (not configurable in Kafka)
 CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 

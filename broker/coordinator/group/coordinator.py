@@ -65,11 +65,6 @@ EXPIRATION_KEY = "expire-group-metadata"
 CLASSIC_GROUP_TYPE = "classic"
 
 
-def is_internal_topic(topic: str) -> bool:
-    """``Topic.isInternal`` for the topics this broker has (no transactions)."""
-    return topic == GROUP_METADATA_TOPIC_NAME
-
-
 class BrokerTopics:
     """The broker's topics as the consumer groups see them (Kafka's ``TopicsImage``)."""
 
