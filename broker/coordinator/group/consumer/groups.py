@@ -97,6 +97,7 @@ from broker.coordinator.group.reply import Reply
 from broker.coordinator.group.timer import CoordinatorTimer
 from broker.errors import ErrorCode
 from broker.group_records.messages import CoordinatorRecord, decode_record
+from broker.partition.internal_topics import is_internal_topic
 from broker.protocol.messages import (
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatResponse,
@@ -110,7 +111,6 @@ TopicFilter = Callable[[Iterable[str]], Iterable[str]]
 #: ``ConsumerGroupDescribeResponse.Member.member_type`` (KIP-1099)
 CLASSIC_MEMBER_TYPE = 0
 CONSUMER_MEMBER_TYPE = 1
-INTERNAL_TOPICS = frozenset({"__consumer_offsets"})
 
 
 class TopicsImage(Protocol):
@@ -245,7 +245,7 @@ class ConsumerGroups:
         found = frozenset(
             name
             for name in self.topics.topic_names()
-            if name not in INTERNAL_TOPICS and pattern.fullmatch(name)
+            if not is_internal_topic(name) and pattern.fullmatch(name)
         )
         if len(self._regexes) > 10_000:
             self._regexes.clear()  # bounded: regexes of groups long gone
