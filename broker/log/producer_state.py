@@ -45,7 +45,6 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
-from broker.log.appender import ProducerStateSlots
 from broker.log.errors import CorruptSnapshotError
 from broker.log.files import (
     PRODUCER_SNAPSHOT_FILE_SUFFIX,
@@ -259,7 +258,7 @@ def list_snapshot_offsets(directory: Path) -> list[int]:
 # ---- the manager ----------------------------------------------------------------------
 
 
-class ProducerStateManager(ProducerStateSlots):
+class ProducerStateManager:
     """Producers of one partition, the producer-state end offset, and snapshots.
 
     The query/update API the partition layer uses:
@@ -271,8 +270,8 @@ class ProducerStateManager(ProducerStateSlots):
     * :meth:`take_snapshot` / :meth:`truncate_and_reload` -- persistence.
     """
 
-    # _last_map_offset is append state (ProducerStateSlots, broker.log.appender)
     __slots__ = (
+        "_last_map_offset",
         "_last_snap_offset",
         "_producers",
         "_snapshots",
