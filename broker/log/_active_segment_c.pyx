@@ -75,6 +75,7 @@ cdef class ActiveSegment:
     cdef public int64_t log_end_offset
     cdef public int64_t recovery_point
     cdef public int64_t log_start_offset
+    cdef public int64_t map_end_offset
     cdef public bint closed
     cdef public object config
     cdef public int64_t max_segment_ms
@@ -82,6 +83,7 @@ cdef class ActiveSegment:
     cdef public int64_t flush_messages
     cdef public object producer_state
     cdef public object leader_epoch_cache
+    cdef public list leader_epochs
     cdef public object time_ms
     # the active segment's
     cdef public object segment
@@ -117,6 +119,8 @@ cdef class ActiveSegment:
         self.flush_messages = 0
         self.producer_state = None
         self.leader_epoch_cache = None
+        self.leader_epochs = []
+        self.map_end_offset = 0
         self.time_ms = None
         self.segment = None
         self.log_file = None
@@ -149,8 +153,11 @@ cdef class ActiveSegment:
         self.flush_messages = config.flush_messages
 
     def bind(self, producer_state, leader_epoch_cache, time_ms):
+        self.map_end_offset = producer_state._last_map_offset
+        producer_state._active = self
         self.producer_state = producer_state
         self.leader_epoch_cache = leader_epoch_cache
+        self.leader_epochs = leader_epoch_cache._epochs
         self.time_ms = time_ms
 
     # ---- which segment ----------------------------------------------------------------------
@@ -337,11 +344,11 @@ cdef class ActiveSegment:
         if self.offset_index is None or self.time_index is None:
             self._open_indexes(segment)
         position = self.size
+        if position == 0:
+            self.rolling_based_timestamp = largest_timestamp_ms
         relative = largest_offset - self.base_offset
         if relative < 0 or relative > INT_MAX:
             raise LogSegmentOffsetOverflowError(self.base_offset, largest_offset)
-        if position == 0:
-            self.rolling_based_timestamp = largest_timestamp_ms
         with nogil:
             written = pwrite(self.fd, b, size, position)
         if written < 0:
@@ -468,7 +475,7 @@ cdef class ActiveSegment:
         epoch = _i32(b, 12)
         if epoch >= 0:  # UnifiedLog.maybeAssignEpochStartOffset
             # LeaderEpochCache.assign's own first test, kept here to save the call
-            epochs = self.leader_epoch_cache._epochs
+            epochs = self.leader_epochs
             latest = epochs[len(epochs) - 1] if epochs else None
             if (
                 not isinstance(latest, tuple)
@@ -478,7 +485,7 @@ cdef class ActiveSegment:
                 self.leader_epoch_cache.assign(epoch, base)
         self._append_to_segment(last, max_ts, last, records, b, size)
         self.log_end_offset = last + 1
-        self.producer_state._last_map_offset = last + 1
+        self.map_end_offset = last + 1  # ProducerStateManager.update_map_end_offset
         if last + 1 - self.recovery_point >= self.flush_messages:
             log.flush()
         return _tuple_new(_LogAppendResult, (base, last, max_ts, last, self.log_start_offset))

@@ -21,6 +21,7 @@ fields through properties while they are attached, and own them again when
 detached: :meth:`attach`, :meth:`detach`)::
 
     UnifiedLog    log_start_offset
+    ProducerStateManager  map_end_offset (the cache's entry list: leader_epochs)
     LocalLog      log_end_offset, recovery_point, closed, config
                   (+ the roll limits taken from it: max_segment_ms,
                   segment_bytes, flush_messages)
@@ -61,6 +62,7 @@ from broker.log.results import LogAppendResult, TimestampOffset
 
 if TYPE_CHECKING:
     from broker.config import TopicConfig
+    from broker.log.checkpoints import EpochEntry
     from broker.log.file_records import FileRecords
     from broker.log.leader_epoch import LeaderEpochCache
     from broker.log.offset_index import OffsetIndex
@@ -87,9 +89,11 @@ class ActiveSegment:
         "flush_messages",
         "index_interval_bytes",
         "leader_epoch_cache",
+        "leader_epochs",
         "log_end_offset",
         "log_file",
         "log_start_offset",
+        "map_end_offset",
         "max_segment_ms",
         "max_timestamp_and_offset",
         "offset_index",
@@ -123,6 +127,8 @@ class ActiveSegment:
         self.flush_messages = 0
         self.producer_state: ProducerStateManager | None = None
         self.leader_epoch_cache: LeaderEpochCache | None = None
+        self.leader_epochs: list[EpochEntry] = []
+        self.map_end_offset = 0
         self.time_ms: Callable[[], int] | None = None
         self.segment: LogSegment | None = None
         self.log_file: FileRecords | None = None
@@ -162,9 +168,15 @@ class ActiveSegment:
         leader_epoch_cache: LeaderEpochCache,
         time_ms: Callable[[], int],
     ) -> None:
-        """The partition state :meth:`append_batch` updates, and the clock (``UnifiedLog``)."""
+        """The partition state :meth:`append_batch` updates, and the clock
+        (``UnifiedLog``): from now on this holds the producer state's map end
+        offset, and reads the leader epoch cache's entries (a list the cache
+        never rebinds)."""
+        self.map_end_offset = producer_state._last_map_offset
+        producer_state._active = self
         self.producer_state = producer_state
         self.leader_epoch_cache = leader_epoch_cache
+        self.leader_epochs = leader_epoch_cache._epochs
         self.time_ms = time_ms
 
     # ---- which segment ----------------------------------------------------------------------
@@ -315,11 +327,11 @@ class ActiveSegment:
         if self.offset_index is None or self.time_index is None:
             self._open_indexes(segment)
         position = self.size
+        if position == 0:
+            self.rolling_based_timestamp = largest_timestamp_ms
         relative = largest_offset - self.base_offset
         if relative < 0 or relative > INT_MAX:
             raise LogSegmentOffsetOverflowError(self.base_offset, largest_offset)
-        if position == 0:
-            self.rolling_based_timestamp = largest_timestamp_ms
         written = os.pwrite(self.fd, view, position)
         if written != size:
             log.finish_short_write(view, position, written)
@@ -415,7 +427,7 @@ class ActiveSegment:
         if epoch >= 0:  # UnifiedLog.maybeAssignEpochStartOffset
             self.leader_epoch_cache.assign(epoch, base)
         self.append(last, max_ts, last, view)
-        self.producer_state._last_map_offset = last + 1
+        self.map_end_offset = last + 1  # ProducerStateManager.update_map_end_offset
         if last + 1 - self.recovery_point >= self.flush_messages:
             log.flush()
         return LogAppendResult(base, last, max_ts, last, self.log_start_offset)

@@ -33,6 +33,8 @@ class LeaderEpochCache:
         # like Kafka's CheckpointFile constructor: the file exists (maybe empty)
         # from the moment the cache does
         self._checkpoint.path.touch(exist_ok=True)
+        #: mutated in place, never rebound: the log's append owner reads it
+        #: (``ActiveSegment.bind``)
         self._epochs: list[EpochEntry] = []
         for entry in self._checkpoint.read():
             self._assign(entry)

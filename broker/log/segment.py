@@ -22,6 +22,13 @@ preallocated ``.log`` are trimmed.
 Index files are opened lazily (:class:`broker.log.index.LazyIndex`): a
 freshly rolled segment has none until an append or a read touches them.
 
+The append and the roll check (``shouldRoll``) are implemented once, by the
+append owner (``broker.log.active_segment``), which the log holds for its
+active segment and which holds that segment's append state meanwhile (the
+``created``/``_bytes_since_last_index_entry``/... properties read it there);
+:meth:`LogSegment.append` and :meth:`LogSegment.should_roll` run the owner's
+rule, on a segment that is not active with an owner taken for the call.
+
 Threading: a segment belongs to its log's owner thread; the flusher only
 fsyncs its files through descriptors of its own.
 """
