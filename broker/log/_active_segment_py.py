@@ -425,8 +425,12 @@ class ActiveSegment:
             return None
         epoch = h[2]
         if epoch >= 0:  # UnifiedLog.maybeAssignEpochStartOffset
-            self.leader_epoch_cache.assign(epoch, base)
-        self.append(last, max_ts, last, view)
+            # LeaderEpochCache.assign's own first test, kept here to save the call
+            epochs = self.leader_epochs
+            if not epochs or epochs[-1].epoch != epoch or base < epochs[-1].start_offset:
+                self.leader_epoch_cache.assign(epoch, base)
+        self.append_to_segment(last, max_ts, last, view)
+        self.log_end_offset = last + 1
         self.map_end_offset = last + 1  # ProducerStateManager.update_map_end_offset
         if last + 1 - self.recovery_point >= self.flush_messages:
             log.flush()
