@@ -216,12 +216,13 @@ class AbstractIndex(ABC):
 
     def largest_lower_bound_slot(self, target: int, by_value: bool = False) -> int:
         """Slot of the largest entry <= target, or -1."""
-        if self._entries == 0:
+        entries = self._entries
+        if entries == 0:
             return -1
         mm = self._buffer()
         if self._slot_key(mm, 0, by_value) > target:
             return -1
-        lo, hi = 0, self._entries - 1
+        lo, hi = 0, entries - 1
         while lo < hi:
             mid = (lo + hi + 1) >> 1
             key = self._slot_key(mm, mid, by_value)

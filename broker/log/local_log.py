@@ -170,7 +170,7 @@ class LocalLog:
 
     @property
     def log_end_offset(self) -> int:
-        return self._leo_offset
+        return self.appender.log_end_offset
 
     @property
     def log_end_offset_metadata(self) -> LogOffsetMetadata:
@@ -179,11 +179,11 @@ class LocalLog:
     @property
     def _leo(self) -> LogOffsetMetadata:
         active = self.segments.active_segment
-        return LogOffsetMetadata(self._leo_offset, active.base_offset, active.log.size)
+        return LogOffsetMetadata(self.appender.log_end_offset, active.base_offset, active.log.size)
 
     @property
     def recovery_point(self) -> int:
-        return self._recovery_point
+        return self.appender.recovery_point
 
     @property
     def last_flush_time(self) -> int:
@@ -191,7 +191,8 @@ class LocalLog:
 
     @property
     def unflushed_messages(self) -> int:
-        return self._leo_offset - self._recovery_point
+        appender = self.appender
+        return appender.log_end_offset - appender.recovery_point
 
     def update_log_end_offset(self, end_offset: int) -> None:
         self._leo_offset = end_offset
