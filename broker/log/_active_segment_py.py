@@ -16,12 +16,16 @@ carries the one implementation of the append's rules:
   else, which then takes ``UnifiedLog.prepare_append`` + ``commit_append``
   (which call the same two methods).
 
-State, by whose field it is (the storage objects read and write these
-fields through properties while they are attached, and own them again when
-detached: :meth:`attach`, :meth:`detach`)::
+State, by whose field it is. The log's objects read and write theirs
+through properties for the log's life (``LocalLog``, ``UnifiedLog``, and the
+``ProducerStateManager`` once :meth:`bind` took it); the active segment, its
+``.log`` and its indexes while they are attached, owning their fields again
+when detached (:meth:`attach`, :meth:`detach`; ``LogSegments`` calls
+:meth:`attach` whenever its last segment changes)::
 
     UnifiedLog    log_start_offset
-    ProducerStateManager  map_end_offset (the cache's entry list: leader_epochs)
+    ProducerStateManager  map_end_offset
+    LeaderEpochCache      leader_epochs (its entry list, read)
     LocalLog      log_end_offset, recovery_point, closed, config
                   (+ the roll limits taken from it: max_segment_ms,
                   segment_bytes, flush_messages)
