@@ -441,6 +441,12 @@ cdef class ActiveSegment:
             PyBuffer_Release(&rb)
         self.log_end_offset = largest_offset + 1
 
+    def flush_due(self):
+        return self._flush_due()
+
+    cdef inline bint _flush_due(self) noexcept:
+        return self.log_end_offset - self.recovery_point >= self.flush_messages
+
     def append_batch(self, log, records):
         cdef Py_buffer rb
         PyObject_GetBuffer(records, &rb, PyBUF_SIMPLE)
@@ -486,6 +492,6 @@ cdef class ActiveSegment:
         self._append_to_segment(last, max_ts, last, records, b, size)
         self.log_end_offset = last + 1
         self.map_end_offset = last + 1  # ProducerStateManager.update_map_end_offset
-        if last + 1 - self.recovery_point >= self.flush_messages:
+        if self._flush_due():
             log.flush()
         return _tuple_new(_LogAppendResult, (base, last, max_ts, last, self.log_start_offset))

@@ -10,11 +10,12 @@ carries the one implementation of the append's rules:
   index entries (``OffsetIndex.append``, ``TimeIndex.maybeAppend``);
 * :meth:`ActiveSegment.append` -- that, then the log end offset moved
   (``LocalLog.append``);
+* :meth:`ActiveSegment.flush_due` -- ``flush.messages`` reached;
 * :meth:`ActiveSegment.append_batch` -- the common produce request (one v2
   batch without producer id at the log end offset, no roll due) from header
-  to result through the two above; None, before any effect, for anything
+  to result through the rules above; None, before any effect, for anything
   else, which then takes ``UnifiedLog.prepare_append`` + ``commit_append``
-  (which call the same two methods).
+  (which call the same methods).
 
 State, by whose field it is. The log's objects read and write theirs
 through properties for the log's life (``LocalLog``, ``UnifiedLog``, and the
@@ -402,6 +403,11 @@ class ActiveSegment:
         )
         self.log_end_offset = largest_offset + 1
 
+    def flush_due(self) -> bool:
+        """``flush.messages`` appended since the recovery point (``UnifiedLog.append``
+        flushes then)."""
+        return self.log_end_offset - self.recovery_point >= self.flush_messages
+
     def append_batch(self, log: Any, records: Any) -> LogAppendResult | None:
         """``UnifiedLog.append`` of one v2 batch without producer id at the log end
         offset when no roll is due; None before any effect otherwise."""
@@ -436,6 +442,6 @@ class ActiveSegment:
         self.append_to_segment(last, max_ts, last, view)
         self.log_end_offset = last + 1
         self.map_end_offset = last + 1  # ProducerStateManager.update_map_end_offset
-        if last + 1 - self.recovery_point >= self.flush_messages:
+        if self.flush_due():
             log.flush()
         return LogAppendResult(base, last, max_ts, last, self.log_start_offset)

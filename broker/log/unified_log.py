@@ -463,7 +463,7 @@ class UnifiedLog:
                     bool(batch.attributes & TRANSACTIONAL_FLAG_MASK),
                 )
         state.update_map_end_offset(pending.last_offset + 1)
-        if local.unflushed_messages >= local.config.flush_messages:
+        if self._appender.flush_due():
             self.flush()
         return LogAppendResult(
             pending.first_offset,
