@@ -30,7 +30,7 @@ from pathlib import Path
 
 from bench.common import Report, best_of, settle
 from broker.config import TopicConfig
-from broker.log import appender, scan
+from broker.log import active_segment, scan
 from broker.log.unified_log import UnifiedLog
 from broker.records.batch import pack_header, write_crc
 
@@ -184,7 +184,7 @@ def bench_recovery_and_lookups(report: Report, root: Path) -> None:
     assert recovered is not None and recovered.log_end_offset == leo
     assert recovered.recovered_segments == len(log_files)
     report.value("recovery: bytes scanned", written / 1e6, "MB")
-    print(f"  (recovery scan: {scan.IMPLEMENTATION}; append path: {appender.IMPLEMENTATION})")
+    print(f"  (recovery scan: {scan.IMPLEMENTATION}; append path: {active_segment.IMPLEMENTATION})")
     report.value("sequential read of the same files (page cache)", read_s * 1000, "ms")
     report.value("unclean recovery (recovery point 0)", recover_s * 1000, "ms")
     report.ratio(

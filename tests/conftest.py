@@ -15,12 +15,12 @@ import os
 
 import pytest
 
-from broker.log import appender, clean_loops
+from broker.log import active_segment, clean_loops
 from broker.log import scan as recover_scan
 from broker.records import scan, twins
 
 #: every chooser module, imported so that each has made its choice
-CHOOSERS = (scan, recover_scan, appender, clean_loops)
+CHOOSERS = (scan, recover_scan, active_segment, clean_loops)
 
 
 def pytest_configure(config: pytest.Config) -> None:

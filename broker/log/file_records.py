@@ -18,11 +18,10 @@ import os
 import struct
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from broker.errors import CorruptRecordError
 from broker.log import writeback
-from broker.log.appender import FileRecordsSlots
 from broker.log.index import round_down_to_exact_multiple
 from broker.records import entries
 from broker.records.batch import (
@@ -34,6 +33,9 @@ from broker.records.batch import (
     RECORD_BATCH_OVERHEAD,
 )
 from broker.records.entries import BatchSummary, Entry
+
+if TYPE_CHECKING:
+    from broker.log.active_segment import ActiveSegment
 
 #: v2 header; enough for a legacy v1 entry header (26 bytes) as well
 _HEADER_READ = RECORD_BATCH_OVERHEAD
@@ -100,13 +102,14 @@ def _valid_header_size(magic: int, size: int) -> bool:
     return size >= _LEGACY_MIN_ENTRY.get(magic, 1 << 62)
 
 
-class FileRecords(FileRecordsSlots):
+class FileRecords:
     """One segment's ``.log``: descriptor, logical size, appends and header walks."""
 
-    # fd and _size are append state (FileRecordsSlots, broker.log.appender)
-    __slots__ = ("_closed", "_writeback_end", "path", "writable")
+    __slots__ = ("_active", "_closed", "_own_size", "_writeback_end", "fd", "path", "writable")
 
     def __init__(self, path: Path, fd: int, size: int, writable: bool = True) -> None:
+        #: the append owner while this is the active segment's ``.log`` (it holds the size)
+        self._active: ActiveSegment | None = None
         self.path = path
         self.fd = fd
         self._size = size
@@ -143,9 +146,23 @@ class FileRecords(FileRecordsSlots):
         return cls(path, fd, size, writable=not read_only)
 
     @property
+    def _size(self) -> int:
+        active = self._active
+        return self._own_size if active is None else active.size
+
+    @_size.setter
+    def _size(self, value: int) -> None:
+        active = self._active
+        if active is None:
+            self._own_size = value
+        else:
+            active.size = value
+
+    @property
     def size(self) -> int:
         """Bytes of batches (the logical end; the file may be longer)."""
-        return self._size
+        active = self._active
+        return self._own_size if active is None else active.size
 
     def file_length(self) -> int:
         return os.fstat(self.fd).st_size

@@ -32,10 +32,12 @@ import mmap
 import os
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import ClassVar, Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Generic, NamedTuple, TypeVar
 
-from broker.log.appender import IndexSlots, LazyIndexSlots
 from broker.log.errors import IndexOffsetOverflowError, LogClosedError
+
+if TYPE_CHECKING:
+    from broker.log.active_segment import ActiveSegment
 
 INT_MAX = 2**31 - 1
 
@@ -52,14 +54,21 @@ def round_down_to_exact_multiple(number: int, factor: int) -> int:
     return factor * (number // factor)
 
 
-class AbstractIndex(IndexSlots, ABC):
-    """A file of fixed-width entries, mapped read-write (or read-only)."""
+class AbstractIndex(ABC):
+    """A file of fixed-width entries, mapped read-write (or read-only).
 
-    # _mm, _entries, _max_entries (and each subclass's last entry) are append
-    # state (IndexSlots, broker.log.appender)
+    ``_mm``, ``_entries`` and ``_max_entries`` (and each subclass's last
+    entry) are properties: while the index belongs to the active segment its
+    append owner (``_active``, ``broker.log.active_segment``) holds them, the
+    ``_own_*`` fields otherwise."""
+
     __slots__ = (
+        "_active",
         "_closed",
         "_length",
+        "_own_entries",
+        "_own_max_entries",
+        "_own_mm",
         "base_offset",
         "max_index_size",
         "path",
@@ -67,15 +76,43 @@ class AbstractIndex(IndexSlots, ABC):
     )
 
     ENTRY_SIZE: ClassVar[int]
+    _active: ActiveSegment | None
+
+    # ---- append state (each subclass reads its own fields of the append owner) ----
+
+    @property
+    @abstractmethod
+    def _mm(self) -> mmap.mmap | None: ...
+
+    @_mm.setter
+    @abstractmethod
+    def _mm(self, value: mmap.mmap | None) -> None: ...
+
+    @property
+    @abstractmethod
+    def _entries(self) -> int: ...
+
+    @_entries.setter
+    @abstractmethod
+    def _entries(self, value: int) -> None: ...
+
+    @property
+    @abstractmethod
+    def _max_entries(self) -> int: ...
+
+    @_max_entries.setter
+    @abstractmethod
+    def _max_entries(self, value: int) -> None: ...
 
     def __init__(
         self, path: Path, base_offset: int, max_index_size: int = -1, writable: bool = True
     ) -> None:
+        self._active = None
         self.path = path
         self.base_offset = base_offset
         self.max_index_size = max_index_size
         self.writable = writable
-        self._mm: mmap.mmap | None = None
+        self._mm = None
         self._closed = False
         newly_created = not path.exists()
         if newly_created and not writable:
@@ -179,12 +216,13 @@ class AbstractIndex(IndexSlots, ABC):
 
     def largest_lower_bound_slot(self, target: int, by_value: bool = False) -> int:
         """Slot of the largest entry <= target, or -1."""
-        if self._entries == 0:
+        entries = self._entries
+        if entries == 0:
             return -1
         mm = self._buffer()
         if self._slot_key(mm, 0, by_value) > target:
             return -1
-        lo, hi = 0, self._entries - 1
+        lo, hi = 0, entries - 1
         while lo < hi:
             mid = (lo + hi + 1) >> 1
             key = self._slot_key(mm, mid, by_value)
@@ -323,7 +361,7 @@ class AbstractIndex(IndexSlots, ABC):
 _I = TypeVar("_I", bound=AbstractIndex)
 
 
-class LazyIndex(LazyIndexSlots, Generic[_I]):
+class LazyIndex(Generic[_I]):
     """An index whose file is opened (and created) on first use (``LazyIndex.java``).
 
     A freshly rolled segment has no index files until something touches its
@@ -331,16 +369,14 @@ class LazyIndex(LazyIndexSlots, Generic[_I]):
     renames or deletes the file if it exists.
     """
 
-    # _index is append state (LazyIndexSlots, broker.log.appender)
-    __slots__ = ("_base_offset", "_cls", "_max_index_size", "_path")
-    _index: _I | None
+    __slots__ = ("_base_offset", "_cls", "_index", "_max_index_size", "_path")
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int, cls: type[_I]) -> None:
         self._path = path
         self._base_offset = base_offset
         self._max_index_size = max_index_size
         self._cls = cls
-        #: the opened index, None until first use (read directly by the hot path)
+        #: the opened index, None until first use
         self._index: _I | None = None
 
     @property

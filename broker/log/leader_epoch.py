@@ -16,17 +16,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.log.appender import LeaderEpochSlots
 from broker.log.checkpoints import EpochEntry, LeaderEpochCheckpointFile
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
 
 
-class LeaderEpochCache(LeaderEpochSlots):
+class LeaderEpochCache:
     """Leader epoch -> start offset of one partition (``LeaderEpochFileCache.java``)."""
 
-    __slots__ = ("_checkpoint",)  # _epochs is append state (LeaderEpochSlots)
+    __slots__ = ("_checkpoint", "_epochs")
     _epochs: list[EpochEntry]
 
     def __init__(self, partition_dir: Path) -> None:
@@ -34,6 +33,8 @@ class LeaderEpochCache(LeaderEpochSlots):
         # like Kafka's CheckpointFile constructor: the file exists (maybe empty)
         # from the moment the cache does
         self._checkpoint.path.touch(exist_ok=True)
+        #: mutated in place, never rebound: the log's append owner reads it
+        #: (``ActiveSegment.bind``)
         self._epochs: list[EpochEntry] = []
         for entry in self._checkpoint.read():
             self._assign(entry)

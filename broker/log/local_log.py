@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from broker.errors import KafkaStorageError, OffsetOutOfRangeError
 from broker.log import files
-from broker.log.appender import LocalLogSlots
+from broker.log.active_segment import ActiveSegment
 from broker.log.checkpoints import fsync_dir
 from broker.log.cleaner_faults import maybe_crash
 from broker.log.errors import LogClosedError
@@ -65,11 +65,15 @@ class NullFlushRecorder:
         return None
 
 
-class LocalLog(LocalLogSlots):
-    """Segments and offsets of one partition. See the module docstring for threads."""
+class LocalLog:
+    """Segments and offsets of one partition. See the module docstring for threads.
 
-    # _closed, _leo_offset, _recovery_point, config and segments are append
-    # state (LocalLogSlots, broker.log.appender)
+    The log end offset, the recovery point, the closed flag and the config
+    (with the roll limits taken from it) are held by :attr:`appender`, the
+    append owner of the active segment (``broker.log.active_segment``); the
+    ``_leo_offset``, ``_recovery_point``, ``_closed`` and ``config``
+    properties read and write them there."""
+
     __slots__ = (
         "_delete_scheduler",
         "_flush_mutex",
@@ -81,13 +85,13 @@ class LocalLog(LocalLogSlots):
         "_truncations",
         "_unsynced_index_segment",
         "_unsynced_snapshots",
+        "appender",
         "device",
         "directory",
         "flush_recorder",
+        "segments",
         "topic_partition",
     )
-    config: TopicConfig
-    segments: LogSegments
 
     def __init__(  # noqa: PLR0917
         self,
@@ -100,17 +104,21 @@ class LocalLog(LocalLogSlots):
         flush_recorder: FlushRecorder | None = None,
         delete_scheduler: Callable[[int, list[LogSegment]], None] | None = None,
     ) -> None:
+        #: the append owner: the LEO as a plain int on the append path (its
+        #: metadata -- segment, position -- is derived on demand: the active
+        #: segment's size is always the position of the LEO), the recovery
+        #: point, the closed flag, the config, and the active segment's state
+        self.appender = ActiveSegment(next_offset, recovery_point)
+        self.appender.configure(config)
         self.directory = directory
-        self.config = config
         self.segments = segments
+        segments.follow(self.appender)
         self._time_ms = time_ms
         self.flush_recorder: FlushRecorder = flush_recorder or NullFlushRecorder()
         self._lock = threading.Lock()
         self._flush_mutex = threading.Lock()
-        self._recovery_point = recovery_point
         self._truncations = 0
         self._last_flush_time = time_ms()
-        self._closed = False
         self._pending_deletes: list[tuple[int, list[LogSegment]]] = []
         self._delete_scheduler = delete_scheduler
         self._unsynced_snapshots: list[Path] = []
@@ -118,19 +126,51 @@ class LocalLog(LocalLogSlots):
         #: recovery would rescan it (see flush); only flush reads and writes this
         self._unsynced_index_segment: LogSegment | None = None
         self._new_files_since_flush = True
-        # the LEO as a plain int on the append path; its metadata (segment,
-        # position) is derived on demand: the active segment's size is always
-        # the position of the LEO
-        self._leo_offset = next_offset
         self.topic_partition = files.parse_topic_partition_name(directory.name)
         #: the file system the log lives on (a rename for deletion stays on it)
         self.device = os.stat(directory).st_dev
+
+    # ---- state held by the append owner --------------------------------------------
+
+    @property
+    def config(self) -> TopicConfig:
+        config = self.appender.config
+        assert config is not None
+        return config
+
+    @config.setter
+    def config(self, config: TopicConfig) -> None:
+        self.appender.configure(config)
+
+    @property
+    def _leo_offset(self) -> int:
+        return self.appender.log_end_offset
+
+    @_leo_offset.setter
+    def _leo_offset(self, value: int) -> None:
+        self.appender.log_end_offset = value
+
+    @property
+    def _recovery_point(self) -> int:
+        return self.appender.recovery_point
+
+    @_recovery_point.setter
+    def _recovery_point(self, value: int) -> None:
+        self.appender.recovery_point = value
+
+    @property
+    def _closed(self) -> bool:
+        return self.appender.closed
+
+    @_closed.setter
+    def _closed(self, value: bool) -> None:
+        self.appender.closed = value
 
     # ---- offsets -------------------------------------------------------------------
 
     @property
     def log_end_offset(self) -> int:
-        return self._leo_offset
+        return self.appender.log_end_offset
 
     @property
     def log_end_offset_metadata(self) -> LogOffsetMetadata:
@@ -139,11 +179,11 @@ class LocalLog(LocalLogSlots):
     @property
     def _leo(self) -> LogOffsetMetadata:
         active = self.segments.active_segment
-        return LogOffsetMetadata(self._leo_offset, active.base_offset, active.log.size)
+        return LogOffsetMetadata(self.appender.log_end_offset, active.base_offset, active.log.size)
 
     @property
     def recovery_point(self) -> int:
-        return self._recovery_point
+        return self.appender.recovery_point
 
     @property
     def last_flush_time(self) -> int:
@@ -151,7 +191,8 @@ class LocalLog(LocalLogSlots):
 
     @property
     def unflushed_messages(self) -> int:
-        return self._leo_offset - self._recovery_point
+        appender = self.appender
+        return appender.log_end_offset - appender.recovery_point
 
     def update_log_end_offset(self, end_offset: int) -> None:
         self._leo_offset = end_offset
@@ -172,10 +213,9 @@ class LocalLog(LocalLogSlots):
         shallow_offset_of_max_timestamp: int,
         records: memoryview | bytes | bytearray,
     ) -> None:
-        self.segments.active_segment.append(
+        self.appender.append(
             last_offset, largest_timestamp, shallow_offset_of_max_timestamp, records
         )
-        self._leo_offset = last_offset + 1
 
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at max(expected, LEO) (``LocalLog.roll``)."""

@@ -5,19 +5,33 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator
 
-from broker.log.appender import SegmentListSlots
+from broker.log.active_segment import ActiveSegment
 from broker.log.segment import LogSegment
 
 
-class LogSegments(SegmentListSlots):
-    """Segments by base offset, ascending; the last one is the active segment."""
+class LogSegments:
+    """Segments by base offset, ascending; the last one is the active segment.
 
-    __slots__ = ("_bases",)  # _segments is append state (SegmentListSlots)
-    _segments: list[LogSegment]
+    A log's list is followed by its append owner (:meth:`follow`): whenever
+    the last segment changes, the owner takes over the new active segment's
+    state (and hands the old one's back)."""
+
+    __slots__ = ("_appender", "_bases", "_segments")
 
     def __init__(self) -> None:
         self._bases: list[int] = []
         self._segments: list[LogSegment] = []
+        self._appender: ActiveSegment | None = None
+
+    def follow(self, appender: ActiveSegment) -> None:
+        """``appender`` owns the state of the active segment from now on."""
+        self._appender = appender
+        self._active_changed()
+
+    def _active_changed(self) -> None:
+        appender = self._appender
+        if appender is not None:
+            appender.attach(self._segments[-1] if self._segments else None)
 
     def add(self, segment: LogSegment) -> LogSegment:
         i = bisect.bisect_left(self._bases, segment.base_offset)
@@ -26,6 +40,7 @@ class LogSegments(SegmentListSlots):
         else:
             self._bases.insert(i, segment.base_offset)
             self._segments.insert(i, segment)
+        self._active_changed()
         return segment
 
     def remove(self, base_offset: int) -> None:
@@ -33,10 +48,12 @@ class LogSegments(SegmentListSlots):
         if i < len(self._bases) and self._bases[i] == base_offset:
             del self._bases[i]
             del self._segments[i]
+            self._active_changed()
 
     def clear(self) -> None:
         self._bases.clear()
         self._segments.clear()
+        self._active_changed()
 
     def __len__(self) -> int:
         return len(self._segments)

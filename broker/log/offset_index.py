@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from broker.log.errors import CorruptIndexError, IndexFullError, InvalidOffsetError
-from broker.log.index import INT_MAX, AbstractIndex, IndexEntry
+from broker.log.index import AbstractIndex, IndexEntry
 
 _ENTRY = struct.Struct(">ii")
 
@@ -33,8 +33,62 @@ class OffsetPosition(NamedTuple):
 class OffsetIndex(AbstractIndex):
     """Offset -> file position, 8-byte entries (``OffsetIndex.java``)."""
 
-    __slots__ = ()  # _last_offset is append state (IndexSlots)
+    __slots__ = ("_own_last_offset",)
     ENTRY_SIZE = 8
+
+    # ---- append state (held by the active segment's append owner while attached) ----
+
+    @property
+    def _mm(self) -> mmap.mmap | None:
+        active = self._active
+        return self._own_mm if active is None else active.oi_mm
+
+    @_mm.setter
+    def _mm(self, value: mmap.mmap | None) -> None:
+        active = self._active
+        if active is None:
+            self._own_mm = value
+        else:
+            active.oi_mm = value
+
+    @property
+    def _entries(self) -> int:
+        active = self._active
+        return self._own_entries if active is None else active.oi_entries
+
+    @_entries.setter
+    def _entries(self, value: int) -> None:
+        active = self._active
+        if active is None:
+            self._own_entries = value
+        else:
+            active.oi_entries = value
+
+    @property
+    def _max_entries(self) -> int:
+        active = self._active
+        return self._own_max_entries if active is None else active.oi_max_entries
+
+    @_max_entries.setter
+    def _max_entries(self, value: int) -> None:
+        active = self._active
+        if active is None:
+            self._own_max_entries = value
+        else:
+            active.oi_max_entries = value
+
+    @property
+    def _last_offset(self) -> int:
+        active = self._active
+        return self._own_last_offset if active is None else active.oi_last_offset
+
+    @_last_offset.setter
+    def _last_offset(self, value: int) -> None:
+        active = self._active
+        if active is None:
+            self._own_last_offset = value
+        else:
+            active.oi_last_offset = value
 
     def __init__(
         self, path: Path, base_offset: int, max_index_size: int = -1, writable: bool = True
@@ -87,18 +141,9 @@ class OffsetIndex(AbstractIndex):
         return self.entry(slot)
 
     def append(self, offset: int, position: int) -> None:
-        entries = self._entries
-        mm = self._mm
-        if (
-            mm is not None
-            and entries < self._max_entries
-            and offset > self._last_offset
-            and 0 <= offset - self.base_offset <= INT_MAX
-        ):  # the append path: an entry that fits and follows the last one
-            _ENTRY.pack_into(mm, entries * 8, offset - self.base_offset, position)
-            self._entries = entries + 1
-            self._last_offset = offset
-            return
+        """``OffsetIndex.append`` (the active segment's appends write their entries
+        through its append owner, ``broker.log.active_segment``, and come here
+        only for an entry this refuses)."""
         self._check_open()
         if self.is_full():
             raise IndexFullError(f"Attempt to append to a full index (size = {self._entries}).")

@@ -41,11 +41,10 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from crc32c import crc32c
 
-from broker.log.appender import ProducerStateSlots
 from broker.log.errors import CorruptSnapshotError
 from broker.log.files import (
     PRODUCER_SNAPSHOT_FILE_SUFFIX,
@@ -59,6 +58,9 @@ from broker.records.batch import (
     NO_TIMESTAMP,
     decrement_sequence,
 )
+
+if TYPE_CHECKING:
+    from broker.log.active_segment import ActiveSegment
 
 NUM_BATCHES_TO_RETAIN = 5
 PRODUCER_SNAPSHOT_VERSION = 1
@@ -259,7 +261,7 @@ def list_snapshot_offsets(directory: Path) -> list[int]:
 # ---- the manager ----------------------------------------------------------------------
 
 
-class ProducerStateManager(ProducerStateSlots):
+class ProducerStateManager:
     """Producers of one partition, the producer-state end offset, and snapshots.
 
     The query/update API the partition layer uses:
@@ -271,9 +273,10 @@ class ProducerStateManager(ProducerStateSlots):
     * :meth:`take_snapshot` / :meth:`truncate_and_reload` -- persistence.
     """
 
-    # _last_map_offset is append state (ProducerStateSlots, broker.log.appender)
     __slots__ = (
+        "_active",
         "_last_snap_offset",
+        "_own_last_map_offset",
         "_producers",
         "_snapshots",
         "directory",
@@ -281,12 +284,28 @@ class ProducerStateManager(ProducerStateSlots):
     )
 
     def __init__(self, directory: Path, producer_id_expiration_ms: int = 86_400_000) -> None:
+        #: the log's append owner once the log is open (``ActiveSegment.bind``): it
+        #: holds the map end offset, which every append moves
+        self._active: ActiveSegment | None = None
         self.directory = directory
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._producers: dict[int, ProducerStateEntry] = {}
         self._snapshots: list[int] = list_snapshot_offsets(directory)
         self._last_map_offset = 0
         self._last_snap_offset = 0
+
+    @property
+    def _last_map_offset(self) -> int:
+        active = self._active
+        return self._own_last_map_offset if active is None else active.map_end_offset
+
+    @_last_map_offset.setter
+    def _last_map_offset(self, offset: int) -> None:
+        active = self._active
+        if active is None:
+            self._own_last_map_offset = offset
+        else:
+            active.map_end_offset = offset
 
     # ---- queries -------------------------------------------------------------------
 

@@ -2,8 +2,8 @@
 
 ``LogAppendResult`` is what an append returns (``LogAppendInfo``, the parts
 the produce response needs); ``TimestampOffset`` is a time index entry
-(``TimestampAndOffset`` in Kafka). Both live here so that the append state
-classes (``broker.log.appender``), which every storage class builds on, can
+(``TimestampAndOffset`` in Kafka). Both live here so that the append owner
+(``broker.log.active_segment``), which the storage classes import, can
 import them without importing those classes.
 """
 

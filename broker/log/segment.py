@@ -22,6 +22,13 @@ preallocated ``.log`` are trimmed.
 Index files are opened lazily (:class:`broker.log.index.LazyIndex`): a
 freshly rolled segment has none until an append or a read touches them.
 
+The append and the roll check (``shouldRoll``) are implemented once, by the
+append owner (``broker.log.active_segment``), which the log holds for its
+active segment and which holds that segment's append state meanwhile (the
+``created``/``_bytes_since_last_index_entry``/... properties read it there);
+:meth:`LogSegment.append` and :meth:`LogSegment.should_roll` run the owner's
+rule, on a segment that is not active with an owner taken for the call.
+
 Threading: a segment belongs to its log's owner thread; the flusher only
 fsyncs its files through descriptors of its own.
 """
@@ -36,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from broker.log import files
-from broker.log.appender import SegmentSlots
+from broker.log.active_segment import ActiveSegment
 from broker.log.errors import LogSegmentOffsetOverflowError
 from broker.log.file_records import FileRecords, FileSlice, LogOffsetPosition, TimestampAndOffset
 from broker.log.index import LazyIndex
@@ -93,15 +100,29 @@ def random_segment_jitter(config: TopicConfig, rng: random.Random | None = None)
     return abs(value) % min(config.segment_jitter_ms, config.segment_ms)
 
 
-class LogSegment(SegmentSlots):
-    """One segment. Not thread-safe: used by its log's owner thread."""
+class LogSegment:
+    """One segment. Not thread-safe: used by its log's owner thread.
 
-    # the fields the produce hot path touches are append state (SegmentSlots,
-    # broker.log.appender)
-    __slots__ = ("_time_ms", "_txn_index_path")
-    log: FileRecords
-    _offset_index: LazyIndex[OffsetIndex]
-    _time_index: LazyIndex[TimeIndex]
+    ``created``, ``_bytes_since_last_index_entry``, ``_rolling_based_timestamp``
+    and ``_max_timestamp_and_offset`` are properties: while this is the active
+    segment its log's append owner (``_active``, ``broker.log.active_segment``)
+    holds them, the ``_own_*`` fields otherwise."""
+
+    __slots__ = (
+        "_active",
+        "_offset_index",
+        "_own_bytes_since_last_index_entry",
+        "_own_created",
+        "_own_max_timestamp_and_offset",
+        "_own_rolling_based_timestamp",
+        "_time_index",
+        "_time_ms",
+        "_txn_index_path",
+        "base_offset",
+        "index_interval_bytes",
+        "log",
+        "roll_jitter_ms",
+    )
 
     def __init__(  # noqa: PLR0917
         self,
@@ -114,6 +135,7 @@ class LogSegment(SegmentSlots):
         time_ms: TimeMs = wall_clock_ms,
         txn_index_path: Path | None = None,
     ) -> None:
+        self._active: ActiveSegment | None = None
         self.log = log
         self._offset_index = offset_index
         self._time_index = time_index
@@ -121,13 +143,87 @@ class LogSegment(SegmentSlots):
         self.index_interval_bytes = index_interval_bytes
         self.roll_jitter_ms = roll_jitter_ms
         self._time_ms = time_ms
-        self.created = time_ms()
+        self._own_created = time_ms()
         # Kafka segments may carry a transaction index; we never write one but
         # keep it with its segment (rename, delete) so Kafka's dirs stay whole.
         self._txn_index_path = txn_index_path
-        self._rolling_based_timestamp: int | None = None
-        self._max_timestamp_and_offset: TimestampOffset | None = None
-        self._bytes_since_last_index_entry = 0
+        self._own_rolling_based_timestamp: int | None = None
+        self._own_max_timestamp_and_offset: TimestampOffset | None = None
+        self._own_bytes_since_last_index_entry = 0
+
+    # ---- append state (held by the log's append owner while this is active) ----------
+
+    @property
+    def created(self) -> int:
+        active = self._active
+        return self._own_created if active is None else active.created
+
+    @created.setter
+    def created(self, value: int) -> None:
+        active = self._active
+        if active is None:
+            self._own_created = value
+        else:
+            active.created = value
+
+    @property
+    def _bytes_since_last_index_entry(self) -> int:
+        active = self._active
+        return (
+            self._own_bytes_since_last_index_entry
+            if active is None
+            else active.bytes_since_last_index_entry
+        )
+
+    @_bytes_since_last_index_entry.setter
+    def _bytes_since_last_index_entry(self, value: int) -> None:
+        active = self._active
+        if active is None:
+            self._own_bytes_since_last_index_entry = value
+        else:
+            active.bytes_since_last_index_entry = value
+
+    @property
+    def _rolling_based_timestamp(self) -> int | None:
+        active = self._active
+        return (
+            self._own_rolling_based_timestamp if active is None else active.rolling_based_timestamp
+        )
+
+    @_rolling_based_timestamp.setter
+    def _rolling_based_timestamp(self, value: int | None) -> None:
+        active = self._active
+        if active is None:
+            self._own_rolling_based_timestamp = value
+        else:
+            active.rolling_based_timestamp = value
+
+    @property
+    def _max_timestamp_and_offset(self) -> TimestampOffset | None:
+        active = self._active
+        return (
+            self._own_max_timestamp_and_offset
+            if active is None
+            else active.max_timestamp_and_offset
+        )
+
+    @_max_timestamp_and_offset.setter
+    def _max_timestamp_and_offset(self, value: TimestampOffset | None) -> None:
+        active = self._active
+        if active is None:
+            self._own_max_timestamp_and_offset = value
+        else:
+            active.max_timestamp_and_offset = value
+
+    def _owner(self) -> tuple[ActiveSegment, bool]:
+        """The append owner to run a rule on, and whether it was taken for this
+        call only (a segment that is not its log's active one: tests, tools)."""
+        active = self._active
+        if active is not None:
+            return active, False
+        active = ActiveSegment()
+        active.attach(self)
+        return active, True
 
     @classmethod
     def open(  # noqa: PLR0917
@@ -233,29 +329,20 @@ class LogSegment(SegmentSlots):
         messages_size: int,
         now: int,
     ) -> bool:
-        """``LogSegment.shouldRoll`` (asked by ``UnifiedLog.maybeRoll``)."""
-        size = self.log._size
-        if size > max_segment_bytes - messages_size:
-            return True
-        if size > 0:
-            ts = self._rolling_based_timestamp
-            if ts is None:
-                self._load_first_batch_timestamp()
-                ts = self._rolling_based_timestamp
-            waited = (
-                max_timestamp_in_messages - ts if ts is not None and ts >= 0 else now - self.created
+        """``LogSegment.shouldRoll`` (the rule: ``ActiveSegment.should_roll``)."""
+        owner, borrowed = self._owner()
+        try:
+            return owner.should_roll(
+                max_segment_ms,
+                max_segment_bytes,
+                max_timestamp_in_messages,
+                max_offset_in_messages,
+                messages_size,
+                lambda: now,
             )
-            if waited > max_segment_ms - self.roll_jitter_ms:
-                return True
-        offset_index = self._offset_index.get()
-        time_index = self._time_index.get()
-        relative = max_offset_in_messages - self.base_offset
-        return (
-            offset_index._entries >= offset_index._max_entries
-            or time_index._entries >= time_index._max_entries - 1
-            or relative < 0
-            or relative > INT_MAX
-        )
+        finally:
+            if borrowed:
+                owner.detach()
 
     def _load_first_batch_timestamp(self) -> None:
         if self._rolling_based_timestamp is None:
@@ -301,36 +388,16 @@ class LogSegment(SegmentSlots):
         shallow_offset_of_max_timestamp: int,
         records: memoryview | bytes | bytearray,
     ) -> None:
-        """Append validated batches (offsets assigned). See the module docstring."""
-        size = len(records)
-        if size == 0:
-            return
-        log = self.log
-        physical_position = log._size
-        if physical_position == 0:
-            self._rolling_based_timestamp = largest_timestamp_ms
-        offset_index = self._offset_index.get()
-        relative = largest_offset - self.base_offset
-        if relative < 0 or relative > INT_MAX:
-            raise LogSegmentOffsetOverflowError(self.base_offset, largest_offset)
-        written = os.pwrite(log.fd, records, physical_position)  # FileRecords.append, inlined
-        if written != size:
-            log.finish_short_write(records, physical_position, written)
-        log._size = physical_position + size
-        max_so_far = self._max_timestamp_and_offset
-        if max_so_far is None:
-            max_so_far = self.read_max_timestamp_and_offset_so_far()
-        if largest_timestamp_ms > max_so_far.timestamp:
-            max_so_far = TimestampOffset(largest_timestamp_ms, shallow_offset_of_max_timestamp)
-            self._max_timestamp_and_offset = max_so_far
-        if self._bytes_since_last_index_entry > self.index_interval_bytes:
-            offset_index.append(largest_offset, physical_position)
-            time_index = self._time_index.get()
-            if max_so_far.timestamp > time_index._last.timestamp or time_index._entries == 0:
-                time_index.maybe_append(max_so_far.timestamp, max_so_far.offset)
-            self._bytes_since_last_index_entry = size
-        else:
-            self._bytes_since_last_index_entry += size
+        """Append validated batches (offsets assigned). See the module docstring;
+        the rule: ``ActiveSegment.append_to_segment``."""
+        owner, borrowed = self._owner()
+        try:
+            owner.append_to_segment(
+                largest_offset, largest_timestamp_ms, shallow_offset_of_max_timestamp, records
+            )
+        finally:
+            if borrowed:
+                owner.detach()
 
     # ---- reads ---------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from broker.log.errors import (
     IndexTimestampError,
     InvalidOffsetError,
 )
-from broker.log.index import INT_MAX, AbstractIndex, IndexEntry
+from broker.log.index import AbstractIndex, IndexEntry
 from broker.log.results import TimestampOffset
 
 NO_TIMESTAMP = -1
@@ -38,8 +38,62 @@ _ENTRY = struct.Struct(">qi")
 class TimeIndex(AbstractIndex):
     """Timestamp -> offset, 12-byte entries (``TimeIndex.java``)."""
 
-    __slots__ = ()  # _last is append state (IndexSlots)
+    __slots__ = ("_own_last",)
     ENTRY_SIZE = 12
+
+    # ---- append state (held by the active segment's append owner while attached) ----
+
+    @property
+    def _mm(self) -> mmap.mmap | None:
+        active = self._active
+        return self._own_mm if active is None else active.ti_mm
+
+    @_mm.setter
+    def _mm(self, value: mmap.mmap | None) -> None:
+        active = self._active
+        if active is None:
+            self._own_mm = value
+        else:
+            active.ti_mm = value
+
+    @property
+    def _entries(self) -> int:
+        active = self._active
+        return self._own_entries if active is None else active.ti_entries
+
+    @_entries.setter
+    def _entries(self, value: int) -> None:
+        active = self._active
+        if active is None:
+            self._own_entries = value
+        else:
+            active.ti_entries = value
+
+    @property
+    def _max_entries(self) -> int:
+        active = self._active
+        return self._own_max_entries if active is None else active.ti_max_entries
+
+    @_max_entries.setter
+    def _max_entries(self, value: int) -> None:
+        active = self._active
+        if active is None:
+            self._own_max_entries = value
+        else:
+            active.ti_max_entries = value
+
+    @property
+    def _last(self) -> TimestampOffset:
+        active = self._active
+        return self._own_last if active is None else active.ti_last
+
+    @_last.setter
+    def _last(self, value: TimestampOffset) -> None:
+        active = self._active
+        if active is None:
+            self._own_last = value
+        else:
+            active.ti_last = value
 
     def __init__(
         self, path: Path, base_offset: int, max_index_size: int = -1, writable: bool = True
@@ -87,22 +141,10 @@ class TimeIndex(AbstractIndex):
         """Append (timestamp, offset) if the timestamp is greater than the last one.
 
         An equal offset with an equal timestamp is the roll/close entry written
-        twice and is ignored; a smaller offset or timestamp is a bug.
+        twice and is ignored; a smaller offset or timestamp is a bug. (The active
+        segment's appends write their entries through its append owner,
+        ``broker.log.active_segment``.)
         """
-        last = self._last
-        mm = self._mm
-        entries = self._entries
-        if (
-            mm is not None
-            and timestamp > last.timestamp
-            and offset >= last.offset
-            and entries < self._max_entries - (0 if skip_full_check else 1)
-            and 0 <= offset - self.base_offset <= INT_MAX
-        ):  # the append path: a greater timestamp that fits
-            _ENTRY.pack_into(mm, entries * 12, timestamp, offset - self.base_offset)
-            self._entries = entries + 1
-            self._last = TimestampOffset(timestamp, offset)
-            return
         self._check_open()
         if not skip_full_check and self.is_full():
             raise IndexFullError(

@@ -37,7 +37,6 @@ from broker.errors import (
     UnknownServerError,
 )
 from broker.log import files
-from broker.log.appender import UnifiedLogSlots, fast_append
 from broker.log.checkpoints import PartitionMetadataFile
 from broker.log.file_records import TimestampAndOffset
 from broker.log.leader_epoch import LeaderEpochCache
@@ -83,22 +82,22 @@ class PendingAppend(NamedTuple):
     position: int  # where the bytes will start in the active segment
 
 
-class UnifiedLog(UnifiedLogSlots):
+class UnifiedLog:
     """The log of one partition (see the module docstring)."""
 
-    # the fields the produce hot path touches are append state (UnifiedLogSlots,
-    # broker.log.appender)
     __slots__ = (
+        "_append_batch",
+        "_appender",
+        "_local",
         "_pending_roll_flush",
+        "_time_ms",
+        "leader_epoch_cache",
+        "producer_state",
         "recovered_segments",
         "tail_scan",
         "topic_id",
         "truncated_bytes",
     )
-    _local: LocalLog
-    producer_state: ProducerStateManager
-    leader_epoch_cache: LeaderEpochCache
-    _roll_config: TopicConfig | None
 
     def __init__(  # noqa: PLR0917
         self,
@@ -110,16 +109,16 @@ class UnifiedLog(UnifiedLogSlots):
         topic_id: bytes | None = None,
     ) -> None:
         self._local = local
+        #: the append owner of the active segment (held by the local log)
+        self._appender = local.appender
+        self._appender.bind(producer_state, leader_epoch_cache, time_ms)
+        self._append_batch = self._appender.append_batch
         self.log_start_offset = log_start_offset
         self.producer_state = producer_state
         self.leader_epoch_cache = leader_epoch_cache
         self._time_ms = time_ms
         self._pending_roll_flush = 0
         self.topic_id = topic_id
-        self._roll_config = None
-        self._max_segment_ms = 0
-        self._roll_segment_bytes = 0
-        self._roll_flush_messages = 0
         #: what opening found (set by ``open`` after recovery)
         self.recovered_segments = 0
         self.truncated_bytes = 0
@@ -189,6 +188,16 @@ class UnifiedLog(UnifiedLogSlots):
         return log
 
     # ---- properties -------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        """The first offset a read may ask for (held by the append owner: every
+        append's result carries it)."""
+        return self._appender.log_start_offset
+
+    @log_start_offset.setter
+    def log_start_offset(self, offset: int) -> None:
+        self._appender.log_start_offset = offset
 
     @property
     def local_log(self) -> LocalLog:
@@ -319,20 +328,16 @@ class UnifiedLog(UnifiedLogSlots):
                 f"{self.topic_partition}, which exceeds the maximum configured segment size of "
                 f"{config.segment_bytes}."
             )
-        if self._roll_config is not config:  # TopicConfig.max_segment_ms is computed
-            self._roll_config = config
-            self._max_segment_ms = config.max_segment_ms
-            self._roll_segment_bytes = config.segment_bytes
-            self._roll_flush_messages = config.flush_messages
-        segment = local.segments.active()
-        if segment.should_roll(
-            self._max_segment_ms, config.segment_bytes, max_ts, last_offset, size, self._time_ms()
+        appender = self._appender
+        if appender.should_roll(
+            appender.max_segment_ms, config.segment_bytes, max_ts, last_offset, size, self._time_ms
         ):
             # UnifiedLog.maybeRoll: the first offset when the batch header has it (v2),
             # else last offset - Int.MAX (a lower bound for v0/v1 wrappers); the roll
             # itself never goes below the LEO
             roll_offset = first.base_offset if first.magic >= MAGIC_V2 else last_offset - INT_MAX
-            segment = self.roll(roll_offset)
+            self.roll(roll_offset)
+        segment = local.segments.active()
         return PendingAppend(
             view,
             batches,
@@ -353,14 +358,13 @@ class UnifiedLog(UnifiedLogSlots):
                 f"append prepared at offset {pending.first_offset} but the log end offset is "
                 f"{local.log_end_offset}"
             )
-        # LocalLog.append, inlined: this is the hot path
-        local.segments.active().append(
+        # LocalLog.append: the segment append and the LEO, by the append owner
+        self._appender.append(
             pending.last_offset,
             pending.max_timestamp,
             pending.shallow_offset_of_max_timestamp,
             pending.records,
         )
-        local._leo_offset = pending.last_offset + 1
         state = self.producer_state
         for batch in pending.batches:
             if batch.producer_id != -1 and batch.base_offset is not None:
@@ -377,7 +381,7 @@ class UnifiedLog(UnifiedLogSlots):
                     bool(batch.attributes & TRANSACTIONAL_FLAG_MASK),
                 )
         state.update_map_end_offset(pending.last_offset + 1)
-        if local.unflushed_messages >= local.config.flush_messages:
+        if self._appender.flush_due():
             self.flush()
         return LogAppendResult(
             pending.first_offset,
@@ -396,11 +400,12 @@ class UnifiedLog(UnifiedLogSlots):
         (``batches`` as for :meth:`prepare_append`).
 
         The common case -- one v2 batch starting at the LEO, no producer id,
-        no roll -- takes a straight path with the same effects (the produce
-        hot path, ``broker.log.appender``: a pure-Python reference and a
-        compiled twin); everything else goes through the two steps.
+        no roll -- is taken by the append owner in one call
+        (``ActiveSegment.append_batch``, compiled in its twin), through the
+        same roll check and segment append as the two steps; everything else
+        goes through the two steps.
         """
-        result: LogAppendResult | None = fast_append(self, records)
+        result = self._append_batch(self, records)
         if result is not None:
             return result
         return self.commit_append(self.prepare_append(records, batches))

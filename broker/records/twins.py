@@ -5,7 +5,7 @@ Cython twin (``_<name>_c.pyx``, built by setup.py) with the same functions
 and the same results. The twin runs when it was built and
 ``BROKER_NO_EXTENSIONS`` is not set to a true value; otherwise the reference
 runs and the reason is kept. The chooser modules (``broker.records.scan``,
-``broker.log.scan``, ``broker.log.appender``) each call :func:`choose` once
+``broker.log.scan``, ``broker.log.active_segment``) each call :func:`choose` once
 at import; :data:`CHOICES` records every choice made, for the test suite's guard
 (``BROKER_EXPECT_COMPILED``).
 """

@@ -9,7 +9,7 @@ import pytest
 
 from broker.config import TopicConfig
 from broker.errors import OffsetOutOfRangeError, RecordBatchTooLargeError
-from broker.log import appender, files
+from broker.log import active_segment, files
 from broker.log.unified_log import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -298,28 +298,27 @@ def test_producers_expire_after_producer_id_expiration_ms(tmp_path: Path) -> Non
     log.close()
 
 
-# The reference runs on either state layout (it reads attributes); the compiled
-# function needs the compiled layout, so it is a case only in the run whose
-# storage classes use that layout (``make test`` runs the suite once each way).
-_APPEND_TWINS = ["broker.log._append_py"] + (
-    ["broker.log._append_c"] if appender.IMPLEMENTATION == "compiled" else []
+_APPEND_TWINS = ["broker.log._active_segment_py"] + (
+    ["broker.log._active_segment_c"] if active_segment.IMPLEMENTATION == "compiled" else []
 )
 
 
 @pytest.mark.parametrize("twin", _APPEND_TWINS)
-def test_both_append_twins_write_what_the_two_step_path_writes(tmp_path: Path, twin: str) -> None:
+def test_the_one_call_append_writes_what_the_two_step_path_writes(
+    tmp_path: Path, twin: str
+) -> None:
     import importlib
 
-    from broker.log import unified_log
+    from broker.log import local_log, segment
 
     module = importlib.import_module(twin)
     config = TopicConfig(segment_bytes=900, index_interval_bytes=40, segment_ms=5000)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(unified_log, "fast_append", module.fast_append)
+        mp.setattr(local_log, "ActiveSegment", module.ActiveSegment)
+        mp.setattr(segment, "ActiveSegment", module.ActiveSegment)
         fast = UnifiedLog.open(tmp_path / "a-0", config, time_ms=MockTime())
-    slow = UnifiedLog.open(tmp_path / "b-0", config, time_ms=MockTime())
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(unified_log, "fast_append", module.fast_append)
+        slow = UnifiedLog.open(tmp_path / "b-0", config, time_ms=MockTime())
+        assert type(fast.local_log.appender) is module.ActiveSegment
         taken = 0
         for i in range(120):
             ts = 1000 + (i * 53) % 700 + (4000 if i == 90 else 0)  # one time-based roll
@@ -329,14 +328,15 @@ def test_both_append_twins_write_what_the_two_step_path_writes(tmp_path: Path, t
                 base_timestamp=ts,
                 partition_leader_epoch=i // 30,
             )
-            if module.fast_append(fast, data) is None:  # a roll, a first append: general path
+            # a roll due: the two steps
+            if fast.local_log.appender.append_batch(fast, data) is None:
                 fast.commit_append(fast.prepare_append(data))
             else:
                 taken += 1
             slow.commit_append(slow.prepare_append(data))
         assert 60 < taken < 120  # both paths were exercised
-    fast.close()
-    slow.close()
+        fast.close()
+        slow.close()
     names = sorted(p.name for p in (tmp_path / "a-0").iterdir())
     assert names == sorted(p.name for p in (tmp_path / "b-0").iterdir())
     for name in names:
