@@ -25,6 +25,33 @@ cdef extern from "unistd.h" nogil:
     ssize_t pwrite(int fd, const void *buf, size_t count, long offset)
 
 
+from broker.records import batch as _batch
+
+# The v2 header layout of broker.records.batch as C constants under the same
+# names; checked against that module at import, below.
+cdef enum:
+    LOG_OVERHEAD = 12
+    LENGTH_OFFSET = 8
+    PARTITION_LEADER_EPOCH_OFFSET = 12
+    MAGIC_OFFSET = 16
+    LAST_OFFSET_DELTA_OFFSET = 23
+    MAX_TIMESTAMP_OFFSET = 35
+    PRODUCER_ID_OFFSET = 43
+    RECORDS_OFFSET = 61
+    MAGIC_V2 = 2
+    NO_PRODUCER_ID = -1
+
+if (
+    LOG_OVERHEAD, LENGTH_OFFSET, PARTITION_LEADER_EPOCH_OFFSET, MAGIC_OFFSET,
+    LAST_OFFSET_DELTA_OFFSET, MAX_TIMESTAMP_OFFSET, PRODUCER_ID_OFFSET, RECORDS_OFFSET,
+    MAGIC_V2, NO_PRODUCER_ID,
+) != (
+    _batch.LOG_OVERHEAD, _batch.LENGTH_OFFSET, _batch.PARTITION_LEADER_EPOCH_OFFSET,
+    _batch.MAGIC_OFFSET, _batch.LAST_OFFSET_DELTA_OFFSET, _batch.MAX_TIMESTAMP_OFFSET,
+    _batch.PRODUCER_ID_OFFSET, _batch.RECORDS_OFFSET, _batch.MAGIC_V2, _batch.NO_PRODUCER_ID,
+):
+    raise ImportError("_active_segment_c's layout constants differ from broker.records'")
+
 cdef int64_t INT_MAX = 2147483647
 # ``tuple.__new__(cls, values)`` builds a NamedTuple without running its
 # Python-level ``__new__`` (a frame per call; about half the cost).
@@ -459,12 +486,14 @@ cdef class ActiveSegment:
         cdef int64_t base, last, max_ts
         cdef int32_t epoch
         cdef list epochs
-        if size < 61 or b[16] != 2 or self.closed or self.segment is None:
+        if size < RECORDS_OFFSET or b[MAGIC_OFFSET] != MAGIC_V2:
+            return None
+        if self.closed or self.segment is None:
             return None
         base = _i64(b, 0)
         if (
-            _i32(b, 8) + 12 != size
-            or _i64(b, 43) != -1
+            _i32(b, LENGTH_OFFSET) + LOG_OVERHEAD != size
+            or _i64(b, PRODUCER_ID_OFFSET) != NO_PRODUCER_ID
             or base != self.log_end_offset
             or size > self.segment_bytes
             or self.producer_state is None
@@ -472,13 +501,13 @@ cdef class ActiveSegment:
             or self.time_ms is None
         ):
             return None
-        last = base + _i32(b, 23)
-        max_ts = _i64(b, 35)
+        last = base + _i32(b, LAST_OFFSET_DELTA_OFFSET)
+        max_ts = _i64(b, MAX_TIMESTAMP_OFFSET)
         if self._should_roll(
             self.max_segment_ms, self.segment_bytes, max_ts, last, size, self.time_ms
         ):
             return None
-        epoch = _i32(b, 12)
+        epoch = _i32(b, PARTITION_LEADER_EPOCH_OFFSET)
         if epoch >= 0:  # UnifiedLog.maybeAssignEpochStartOffset
             # LeaderEpochCache.assign's own first test, kept here to save the call
             epochs = self.leader_epochs

@@ -64,6 +64,14 @@ from typing import TYPE_CHECKING, Any
 
 from broker.log.errors import LogSegmentOffsetOverflowError
 from broker.log.results import LogAppendResult, TimestampOffset
+from broker.records.batch import (
+    HEADER_STRUCT,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_V2,
+    NO_PRODUCER_ID,
+    RECORDS_OFFSET,
+)
 
 if TYPE_CHECKING:
     from broker.config import TopicConfig
@@ -76,7 +84,6 @@ if TYPE_CHECKING:
     from broker.log.time_index import TimeIndex
 
 INT_MAX = 2**31 - 1
-_V2 = struct.Struct(">qiibIhiqqqhii")
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 
@@ -413,13 +420,16 @@ class ActiveSegment:
         offset when no roll is due; None before any effect otherwise."""
         view = records if isinstance(records, memoryview) else memoryview(records)
         size = view.nbytes
-        if size < 61 or view[16] != 2 or self.closed or self.segment is None:
+        if size < RECORDS_OFFSET or view[MAGIC_OFFSET] != MAGIC_V2:
             return None
-        h = _V2.unpack_from(view, 0)
-        base = h[0]
+        if self.closed or self.segment is None:
+            return None
+        header = HEADER_STRUCT.unpack_from(view, 0)
+        (base, length, epoch, _magic, _crc, _attributes, last_delta, _base_ts, max_ts,
+         producer_id, _producer_epoch, _base_sequence, _count) = header  # fmt: skip
         if (
-            h[1] + 12 != size
-            or h[9] != -1
+            length + LOG_OVERHEAD != size
+            or producer_id != NO_PRODUCER_ID
             or base != self.log_end_offset
             or size > self.segment_bytes
             or self.producer_state is None
@@ -427,13 +437,11 @@ class ActiveSegment:
             or self.time_ms is None
         ):
             return None
-        last = base + h[6]
-        max_ts = h[8]
+        last = base + last_delta
         if self.should_roll(
             self.max_segment_ms, self.segment_bytes, max_ts, last, size, self.time_ms
         ):
             return None
-        epoch = h[2]
         if epoch >= 0:  # UnifiedLog.maybeAssignEpochStartOffset
             # LeaderEpochCache.assign's own first test, kept here to save the call
             epochs = self.leader_epochs
