@@ -70,9 +70,10 @@ def check_batch_magic(first_magic: int, magic: int, tp: str, recorder: MetricsRe
         )
 
 
-def check_v2_batch(  # noqa: PLR0917
+def check_v2_batch(
     first_magic: int,
     h: RecordBatchHeader,
+    *,
     origin: AppendOrigin,
     to_magic: int,
     tp: str,
@@ -268,9 +269,10 @@ def record_errors(
     process_record_errors(out, any_timestamp, total=sum(counts))
 
 
-def report_rejected_v2(  # noqa: PLR0917
+def report_rejected_v2(
     buf: ReadableBuffer,
     rejected: scan.BatchRejected,
+    *,
     tp: str,
     now: int,
     before_max: int,

@@ -94,7 +94,14 @@ def _errors(
 def _collect_v2(ctx: Context, in_place: bool) -> tuple[RecordsPlan, bool, int]:
     buf = ctx.records
     h = v2.read_header(buf, 0)
-    check_v2_batch(ctx.analysis.first_magic, h, ctx.origin, ctx.to_magic, ctx.tp, ctx.recorder)
+    check_v2_batch(
+        ctx.analysis.first_magic,
+        h,
+        origin=ctx.origin,
+        to_magic=ctx.to_magic,
+        tp=ctx.tp,
+        recorder=ctx.recorder,
+    )
     size = header_size(ctx.to_magic, h.compression_type)
     if h.compression_type != CompressionType.NONE and h.records_count != 0:
         # (a batch declaring no record is not read at all, as in Kafka's iterators)

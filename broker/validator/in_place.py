@@ -71,8 +71,9 @@ def _v2_non_compressed(ctx: Context, next_offset: int) -> PathResult:
         )  # fmt: skip
     except scan.BatchRejected as rejected:
         report_rejected_v2(
-            buf, rejected, ctx.tp, ctx.now, ctx.before_max, ctx.after_max, ctx.recorder
-        )
+            buf, rejected, tp=ctx.tp, now=ctx.now, before_max=ctx.before_max,
+            after_max=ctx.after_max, recorder=ctx.recorder,
+        )  # fmt: skip
     return PathResult(buf, count, max_timestamp, shallow, False, EMPTY_STATS)
 
 

@@ -210,8 +210,9 @@ def _build_legacy(
     else:
         result = out[:end]
     info_max, shallow = legacy_info(
-        compressed, is_lat, ctx.now, max_ts, offset_of_max, next_offset, last
-    )
+        compressed, is_lat, log_append_time=ctx.now, max_timestamp=max_ts,
+        offset_of_max=offset_of_max, base_offset=next_offset, last_offset=last,
+    )  # fmt: skip
     return result, info_max, shallow, uncompressed
 
 
