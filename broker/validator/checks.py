@@ -84,8 +84,9 @@ def check_v2_batch(
     check_batch_magic(first_magic, h.magic, tp, recorder)
     if origin is AppendOrigin.CLIENT:
         failed = scan.check_client_batch(
-            h.base_offset, h.last_offset_delta, h.records_count, h.attributes, h.producer_id,
-            h.base_sequence,
+            base_offset=h.base_offset, last_offset_delta=h.last_offset_delta,
+            records_count=h.records_count, attributes=h.attributes, producer_id=h.producer_id,
+            base_sequence=h.base_sequence,
         )  # fmt: skip
         if failed:
             raise_client_batch(failed, h, tp, recorder)

@@ -221,9 +221,10 @@ def _in_place_v2(
     client-batch checks passed, so the last offset delta is ``count - 1``."""
     try:
         done = scan.assign_in_place_v2(
-            records, next_offset, leader_epoch, now, config.timestamp_before_max_ms,
-            config.timestamp_after_max_ms, config.compacted, config.log_append_time, True,
-            MAX_LISTED_RECORD_ERRORS,
+            records, next_offset=next_offset, partition_leader_epoch=leader_epoch, now=now,
+            before_max=config.timestamp_before_max_ms, after_max=config.timestamp_after_max_ms,
+            compacted=config.compacted, log_append_time=config.log_append_time,
+            client_origin=True, error_limit=MAX_LISTED_RECORD_ERRORS,
         )  # fmt: skip
     except scan.BatchRejected as rejected:
         report_rejected_v2(
