@@ -188,7 +188,7 @@ def test_the_general_path_is_taken_when_the_dispatch_condition_fails(
 ) -> None:
     """``_outcome``'s way to the general path does reach it."""
     calls: list[int] = []
-    monkeypatch.setattr(validate, "_in_place_v2", lambda *args: calls.append(1))
+    monkeypatch.setattr(validate, "_in_place_v2", lambda *args, **kwargs: calls.append(1))
     monkeypatch.setattr(validate, "_V2_ONLY", 0)
     data = v2_batch(0, [b"a"], timestamps=[NOW])
     got = validate_records(
