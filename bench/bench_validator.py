@@ -185,8 +185,10 @@ def _one_size(report: Report, size: int) -> None:
 
     def crc_and_walk() -> None:
         crc32c(view[21:])
-        scan.walk_v2(plain, RECORDS_OFFSET, len(plain), h.records_count, 0, h.base_timestamp,
-                     False, -1, NOW, LONG_MAX, LONG_MAX, True, False, False, 0)  # fmt: skip
+        scan.walk_v2(plain, RECORDS_OFFSET, len(plain), count=h.records_count, base_offset=0,
+                     base_timestamp=h.base_timestamp, lat_batch=False, batch_max_timestamp=-1,
+                     now=NOW, before_max=LONG_MAX, after_max=LONG_MAX, create_time=True,
+                     compacted=False, want_canonical=False, error_limit=0)  # fmt: skip
 
     t_ours, t_base = _paired(
         _validate(bytearray(plain), TopicConfig(**CONFIG_BIG), 9), crc_and_walk, repeat=repeat

@@ -852,7 +852,7 @@ cdef tuple _counts_tuple(const int64_t* counts):
     return tuple([counts[i] for i in range(ERROR_KINDS)])
 
 
-def walk_v2(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t count,
+def walk_v2(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, *, int64_t count,
             int64_t base_offset, int64_t base_timestamp, bint lat_batch,
             int64_t batch_max_timestamp, int64_t now, int64_t before_max, int64_t after_max,
             bint create_time, bint compacted, bint want_canonical, Py_ssize_t error_limit):
@@ -1089,14 +1089,15 @@ cdef inline int _check_client_batch(int64_t base_offset, int32_t last_offset_del
     return CHECK_NONE
 
 
-def check_client_batch(int64_t base_offset, int32_t last_offset_delta, int32_t records_count,
-                       int32_t attributes, int64_t producer_id, int32_t base_sequence):
+def check_client_batch(*, int64_t base_offset, int32_t last_offset_delta,
+                       int32_t records_count, int32_t attributes, int64_t producer_id,
+                       int32_t base_sequence):
     return _check_client_batch(base_offset, last_offset_delta, records_count, attributes,
                                producer_id, base_sequence)
 
 
-def assign_in_place_v2(uint8_t[::1] buf, int64_t next_offset, int32_t partition_leader_epoch,
-                       int64_t now, int64_t before_max, int64_t after_max, bint compacted,
+def assign_in_place_v2(uint8_t[::1] buf, *, int64_t next_offset,
+                       int32_t partition_leader_epoch, int64_t now, int64_t before_max, int64_t after_max, bint compacted,
                        bint log_append_time, bint client_origin, Py_ssize_t error_limit):
     cdef Py_ssize_t size = buf.shape[0]
     if size < 61:
@@ -1162,7 +1163,7 @@ def assign_in_place_v2(uint8_t[::1] buf, int64_t next_offset, int32_t partition_
             producer_epoch, base_sequence)
 
 
-def reencode_v2(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t count,
+def reencode_v2(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, *, int64_t count,
                 int64_t base_timestamp, bint lat_batch, int64_t batch_max_timestamp,
                 uint8_t[::1] out, Py_ssize_t out_pos):
     cdef const uint8_t* b = _ptr(buf)
@@ -1312,7 +1313,7 @@ cdef inline Py_ssize_t _w_v2_record(uint8_t* o, Py_ssize_t q, int64_t offset_del
     return q + 1
 
 
-def walk_legacy(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int wrapper_magic,
+def walk_legacy(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, *, int wrapper_magic,
                 int64_t wrapper_offset, int64_t wrapper_timestamp, bint wrapper_lat,
                 int64_t now, int64_t before_max, int64_t after_max, bint create_time,
                 bint compacted, out, Py_ssize_t out_pos, Py_ssize_t error_limit):
@@ -1503,7 +1504,7 @@ cdef object _walk_legacy(_Release mode, const uint8_t[::1] buf, Py_ssize_t pos, 
             _counts_tuple(counts))
 
 
-def v2_to_legacy(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, int64_t count,
+def v2_to_legacy(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t end, *, int64_t count,
                  int64_t base_offset, int64_t base_timestamp, bint lat_batch,
                  int64_t batch_max_timestamp, int to_magic, int64_t renumber_from,
                  bint relative_offsets,

@@ -305,8 +305,8 @@ def scan_entries(
 # ---------------------------------------------------------------------------
 
 
-def _check_timestamp(  # noqa: PLR0917
-    ts: int, lat_batch: bool, now: int, before_max: int, after_max: int, create_time: bool
+def _check_timestamp(
+    ts: int, lat_batch: bool, *, now: int, before_max: int, after_max: int, create_time: bool
 ) -> int:
     """``LogValidator.validateTimestamp`` (3.6+): 0 or an ERR_* code."""
     if create_time and ts != -1:
@@ -319,10 +319,11 @@ def _check_timestamp(  # noqa: PLR0917
     return 0
 
 
-def walk_v2(  # noqa: PLR0917
+def walk_v2(
     buf: ReadableBuffer,
     pos: int,
     end: int,
+    *,
     count: int,
     base_offset: int,
     base_timestamp: int,
@@ -453,7 +454,10 @@ def walk_v2(  # noqa: PLR0917
         if compacted and key_len < 0:
             code = ERR_NO_KEY
         else:
-            code = _check_timestamp(ts, lat_batch, now, before_max, after_max, create_time)
+            code = _check_timestamp(
+                ts, lat_batch, now=now, before_max=before_max, after_max=after_max,
+                create_time=create_time,
+            )  # fmt: skip
         if code:
             if counts is None:
                 counts = [0] * ERROR_KINDS
@@ -475,7 +479,8 @@ def _counts(counts: list[int] | None) -> tuple[int, ...] | None:
     return None if counts is None else tuple(counts)
 
 
-def check_client_batch(  # noqa: PLR0917
+def check_client_batch(
+    *,
     base_offset: int,
     last_offset_delta: int,
     records_count: int,
@@ -518,8 +523,9 @@ class BatchRejected(Exception):
         self.error_counts = error_counts
 
 
-def assign_in_place_v2(  # noqa: PLR0917
+def assign_in_place_v2(
     buf: WritableBuffer,
+    *,
     next_offset: int,
     partition_leader_epoch: int,
     now: int,
@@ -570,16 +576,19 @@ def assign_in_place_v2(  # noqa: PLR0917
     count = h.records_count
     if client_origin:
         failed = check_client_batch(
-            h.base_offset, h.last_offset_delta, count, h.attributes, h.producer_id,
-            h.base_sequence,
+            base_offset=h.base_offset, last_offset_delta=h.last_offset_delta,
+            records_count=count, attributes=h.attributes, producer_id=h.producer_id,
+            base_sequence=h.base_sequence,
         )  # fmt: skip
         if failed:
             raise BatchRejected(failed, None, None)
     lat_batch = h.timestamp_type is batch.TimestampType.LOG_APPEND_TIME
     max_ts, _min, _consecutive, _canonical, errors, counts = walk_v2(
-        buf, batch.RECORDS_OFFSET, end, count, h.base_offset, h.base_timestamp, lat_batch,
-        h.max_timestamp, now, before_max, after_max, not log_append_time, compacted, False,
-        error_limit,
+        buf, batch.RECORDS_OFFSET, end, count=count, base_offset=h.base_offset,
+        base_timestamp=h.base_timestamp, lat_batch=lat_batch,
+        batch_max_timestamp=h.max_timestamp, now=now, before_max=before_max,
+        after_max=after_max, create_time=not log_append_time, compacted=compacted,
+        want_canonical=False, error_limit=error_limit,
     )  # fmt: skip
     if counts is not None:
         raise BatchRejected(CHECK_NONE, errors, counts)
@@ -599,10 +608,11 @@ def assign_in_place_v2(  # noqa: PLR0917
     )  # fmt: skip
 
 
-def reencode_v2(  # noqa: PLR0917
+def reencode_v2(
     buf: ReadableBuffer,
     pos: int,
     end: int,
+    *,
     count: int,
     base_timestamp: int,
     lat_batch: bool,
@@ -736,10 +746,11 @@ LegacyWalk = tuple[
 ]
 
 
-def walk_legacy(  # noqa: PLR0917
+def walk_legacy(
     buf: ReadableBuffer,
     pos: int,
     end: int,
+    *,
     wrapper_magic: int,
     wrapper_offset: int,
     wrapper_timestamp: int,
@@ -843,8 +854,9 @@ def walk_legacy(  # noqa: PLR0917
             if size < 14 or crc32(buf, rec + 4, rec_end) != _u32(buf, rec):
                 _add_error(result, (index, ERR_CORRUPT, offset, -1, entry_pos), always=True)
                 return _legacy_result(
-                    result, index, stop, out_pos, max_ts, min_ts, consecutive, first_ts
-                )
+                    result, index, stop, out_pos=out_pos, max_ts=max_ts, min_ts=min_ts,
+                    consecutive=consecutive, first_ts=first_ts,
+                )  # fmt: skip
         else:
             offset = stored_offset
             if first_magic < 0:
@@ -852,8 +864,9 @@ def walk_legacy(  # noqa: PLR0917
             elif magic != first_magic:
                 _add_error(result, (0, ERR_MAGIC, offset, -1, entry_pos), always=True)
                 return _legacy_result(
-                    result, index, entry_pos, out_pos, max_ts, min_ts, consecutive, first_ts
-                )
+                    result, index, entry_pos, out_pos=out_pos, max_ts=max_ts, min_ts=min_ts,
+                    consecutive=consecutive, first_ts=first_ts,
+                )  # fmt: skip
         if magic == 0:
             ts = -1
         elif inner and wrapper_lat:
@@ -869,13 +882,17 @@ def walk_legacy(  # noqa: PLR0917
         if compacted and key_len < 0:
             code = ERR_NO_KEY
         else:
-            code = _check_timestamp(ts, lat_batch, now, before_max, after_max, create_time)
+            code = _check_timestamp(
+                ts, lat_batch, now=now, before_max=before_max, after_max=after_max,
+                create_time=create_time,
+            )  # fmt: skip
         if code:
             _add_error(result, (index if inner else 0, code, offset, ts, entry_pos), not inner)
             if not inner:
                 return _legacy_result(
-                    result, index, entry_pos, out_pos, max_ts, min_ts, consecutive, first_ts
-                )
+                    result, index, entry_pos, out_pos=out_pos, max_ts=max_ts, min_ts=min_ts,
+                    consecutive=consecutive, first_ts=first_ts,
+                )  # fmt: skip
             index += 1
             continue
         if magic > 0 and ts > max_ts:
@@ -889,16 +906,19 @@ def walk_legacy(  # noqa: PLR0917
             out_pos = _write_v2_record(
                 out,
                 out_pos,
-                index,
-                _j64(ts - first_ts),
-                buf,
-                key_pos,
-                key_len,
-                value_pos,
-                value_len,
+                offset_delta=index,
+                ts_delta=_j64(ts - first_ts),
+                buf=buf,
+                key_pos=key_pos,
+                key_len=key_len,
+                value_pos=value_pos,
+                value_len=value_len,
             )
         index += 1
-    return _legacy_result(result, index, stop, out_pos, max_ts, min_ts, consecutive, first_ts)
+    return _legacy_result(
+        result, index, stop, out_pos=out_pos, max_ts=max_ts, min_ts=min_ts,
+        consecutive=consecutive, first_ts=first_ts,
+    )  # fmt: skip
 
 
 def _add_error(
@@ -911,10 +931,11 @@ def _add_error(
         errors.append(error)
 
 
-def _legacy_result(  # noqa: PLR0917
+def _legacy_result(
     sink: _ErrorSink,
     records: int,
     consumed: int,
+    *,
     out_pos: int,
     max_ts: int,
     min_ts: int,
@@ -929,9 +950,10 @@ def _legacy_result(  # noqa: PLR0917
     )  # fmt: skip
 
 
-def _write_v2_record(  # noqa: PLR0917
+def _write_v2_record(
     out: WritableBuffer,
     q: int,
+    *,
     offset_delta: int,
     ts_delta: int,
     buf: ReadableBuffer,
@@ -966,10 +988,11 @@ def _write_v2_record(  # noqa: PLR0917
     return q + 1
 
 
-def v2_to_legacy(  # noqa: PLR0917
+def v2_to_legacy(
     buf: ReadableBuffer,
     pos: int,
     end: int,
+    *,
     count: int,
     base_offset: int,
     base_timestamp: int,

@@ -138,16 +138,21 @@ def _convert_batch(
         data, pos, stop = b.buf, b.position + RECORDS_OFFSET, end
     # walk first: the structure checks of the reader (the conversion loop trusts them)
     scan.walk_v2(
-        data, pos, stop, h.records_count, h.base_offset, h.base_timestamp, lat,
-        h.max_timestamp, 0, 2**63 - 1, 2**63 - 1, False, False, False, 0,
+        data, pos, stop, count=h.records_count, base_offset=h.base_offset,
+        base_timestamp=h.base_timestamp, lat_batch=lat, batch_max_timestamp=h.max_timestamp,
+        now=0, before_max=2**63 - 1, after_max=2**63 - 1, create_time=False, compacted=False,
+        want_canonical=False, error_limit=0,
     )  # fmt: skip
     # a legacy entry is at most 27 bytes longer than the v2 record it comes from
     out = scan.new_buffer((stop - pos) + 34 * max(h.records_count, 0) + 64)
     keep_from = first_offset if codec == CompressionType.NONE else _LONG_MIN
     written, out_end, _first_written, last_written, max_ts, _, _ = scan.v2_to_legacy(
-        data, pos, stop, h.records_count, h.base_offset, h.base_timestamp, lat,
-        h.max_timestamp, to_magic, -1, codec != CompressionType.NONE and to_magic >= MAGIC_V1,
-        keep_from, h.max_timestamp if lat else -1, True, out, 0,
+        data, pos, stop, count=h.records_count, base_offset=h.base_offset,
+        base_timestamp=h.base_timestamp, lat_batch=lat, batch_max_timestamp=h.max_timestamp,
+        to_magic=to_magic, renumber_from=-1,
+        relative_offsets=codec != CompressionType.NONE and to_magic >= MAGIC_V1,
+        first_offset=keep_from, log_append_time=h.max_timestamp if lat else -1,
+        clamp_timestamps=True, out=out, out_pos=0,
     )  # fmt: skip
     if written <= 0:
         return b"", 0, 0

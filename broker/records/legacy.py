@@ -270,9 +270,10 @@ def compute_attributes(magic: int, compression_type: int, timestamp_type: Timest
     return attrs
 
 
-def encode_entry(  # noqa: PLR0917
+def encode_entry(
     offset: int,
     magic: int,
+    *,
     attributes: int,
     timestamp: int,
     key: ReadableBuffer | None,

@@ -130,7 +130,16 @@ def build_legacy(
         timestamp = log_append_time if is_lat else record.timestamp
         check_timestamp(timestamp)
         inner_offset = offset - base_offset if (magic > MAGIC_V0 and compressed) else offset
-        parts.append(encode_entry(inner_offset, magic, attrs, timestamp, record.key, record.value))
+        parts.append(
+            encode_entry(
+                inner_offset,
+                magic,
+                attributes=attrs,
+                timestamp=timestamp,
+                key=record.key,
+                value=record.value,
+            )
+        )
         if magic > MAGIC_V0 and timestamp > max_ts:
             max_ts = timestamp
             offset_of_max = offset
@@ -153,8 +162,9 @@ def build_legacy(
     else:
         out = bytearray(body)
     info_max, info_offset = legacy_info(
-        compressed, is_lat, log_append_time, max_ts, offset_of_max, base_offset, last_offset
-    )
+        compressed, is_lat, log_append_time=log_append_time, max_timestamp=max_ts,
+        offset_of_max=offset_of_max, base_offset=base_offset, last_offset=last_offset,
+    )  # fmt: skip
     return BuiltRecords(
         out,
         n,
@@ -166,9 +176,10 @@ def build_legacy(
     )
 
 
-def legacy_info(  # noqa: PLR0917
+def legacy_info(
     compressed: bool,
     is_lat: bool,
+    *,
     log_append_time: int,
     max_timestamp: int,
     offset_of_max: int,

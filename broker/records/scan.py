@@ -11,8 +11,8 @@ Callers use the names re-exported here (``scan.walk_v2`` ...) or ``scan.impl``;
 the error, failure and check codes (``ERR_*``, ``FAIL_*``, ``CHECK_*``) and
 ``BatchRejected`` are the reference's.
 
-The twins' functions (same positional signatures in both; what each does is
-documented in ``_scan_py.py``)::
+The twins' functions (the same signatures in both, the parameters after
+``*`` taken by keyword only; what each does is documented in ``_scan_py.py``)::
 
     read_varint(buf, pos, end) -> (value, next_pos)
     read_varlong(buf, pos, end) -> (value, next_pos)
@@ -22,29 +22,30 @@ documented in ``_scan_py.py``)::
     scan_entries(buf, start, end, max_message_bytes, client_origin)
         -> (entries, valid_end, first_magic, source_codec, fail_code, fail_pos,
             fail_value, magic_mask)
-    walk_v2(buf, pos, end, count, base_offset, base_timestamp, lat_batch,
+    walk_v2(buf, pos, end, *, count, base_offset, base_timestamp, lat_batch,
             batch_max_timestamp, now, before_max, after_max, create_time,
             compacted, want_canonical, error_limit)
         -> (max_timestamp, min_timestamp, offsets_consecutive, canonical, errors,
             error_counts)
-    check_client_batch(base_offset, last_offset_delta, records_count, attributes,
-                       producer_id, base_sequence) -> CHECK_* code
-    assign_in_place_v2(buf, next_offset, partition_leader_epoch, now, before_max,
-                       after_max, compacted, log_append_time, client_origin,
-                       error_limit)
+    check_client_batch(*, base_offset, last_offset_delta, records_count,
+                       attributes, producer_id, base_sequence) -> CHECK_* code
+    assign_in_place_v2(buf, *, next_offset, partition_leader_epoch, now,
+                       before_max, after_max, compacted, log_append_time,
+                       client_origin, error_limit)
         -> (records_count, max_timestamp, shallow_offset_of_max_timestamp,
             attributes, batch_max_timestamp, producer_id, producer_epoch,
             base_sequence); raises BatchRejected (nothing changed)
-    walk_legacy(buf, pos, end, wrapper_magic, wrapper_offset, wrapper_timestamp,
-                wrapper_lat, now, before_max, after_max, create_time, compacted,
-                out, out_pos, error_limit)
+    walk_legacy(buf, pos, end, *, wrapper_magic, wrapper_offset,
+                wrapper_timestamp, wrapper_lat, now, before_max, after_max,
+                create_time, compacted, out, out_pos, error_limit)
         -> (records, consumed_end, out_end, max_timestamp, min_timestamp,
             offsets_consecutive, first_timestamp, errors, error_counts)
-    reencode_v2(buf, pos, end, count, base_timestamp, lat_batch,
+    reencode_v2(buf, pos, end, *, count, base_timestamp, lat_batch,
                 batch_max_timestamp, out, out_pos) -> out_end
-    v2_to_legacy(buf, pos, end, count, base_offset, base_timestamp, lat_batch,
-                 batch_max_timestamp, to_magic, renumber_from, relative_offsets,
-                 first_offset, log_append_time, clamp_timestamps, out, out_pos)
+    v2_to_legacy(buf, pos, end, *, count, base_offset, base_timestamp,
+                 lat_batch, batch_max_timestamp, to_magic, renumber_from,
+                 relative_offsets, first_offset, log_append_time,
+                 clamp_timestamps, out, out_pos)
         -> (written, out_end, first_written_offset, last_written_offset,
             max_timestamp, offset_of_max_timestamp, had_headers)
 

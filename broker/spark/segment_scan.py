@@ -324,8 +324,10 @@ def _walk_structure(
     timestamp. No timestamp check (create_time False, lat False), so no
     record is left out of min/max and none raises for its timestamp."""
     max_ts, min_ts, _consecutive, _canonical, _errors, _counts = hot.walk_v2(
-        data, pos, stop, count, h.base_offset, h.base_timestamp, False,
-        h.max_timestamp, 0, 0, 0, False, False, False, 0,
+        data, pos, stop, count=count, base_offset=h.base_offset,
+        base_timestamp=h.base_timestamp, lat_batch=False, batch_max_timestamp=h.max_timestamp,
+        now=0, before_max=0, after_max=0, create_time=False, compacted=False,
+        want_canonical=False, error_limit=0,
     )  # fmt: skip
     return max_ts, min_ts
 
@@ -416,18 +418,18 @@ def _wrapper_facts(
         data,
         0,
         len(data),
-        lh.magic,
-        lh.offset,
-        lh.timestamp,
-        False,
-        0,
-        0,
-        0,
-        False,
-        False,
-        None,
-        0,
-        0,
+        wrapper_magic=lh.magic,
+        wrapper_offset=lh.offset,
+        wrapper_timestamp=lh.timestamp,
+        wrapper_lat=False,
+        now=0,
+        before_max=0,
+        after_max=0,
+        create_time=False,
+        compacted=False,
+        out=None,
+        out_pos=0,
+        error_limit=0,
     )
     if counts:
         return False

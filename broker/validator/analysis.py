@@ -114,13 +114,19 @@ def analyze_records(
         records, 0, len(memoryview(records)), max_message_bytes, origin is AppendOrigin.CLIENT
     )
     if fail != scan.FAIL_NONE:
-        _raise(fail, records, fail_pos, fail_value, max_message_bytes, recorder)
+        _raise(
+            fail,
+            pos=fail_pos,
+            value=fail_value,
+            max_message_bytes=max_message_bytes,
+            recorder=recorder,
+        )
     return RecordsAnalysis(n, valid_end, first_magic, codec, mask)
 
 
-def _raise(  # noqa: PLR0917
+def _raise(
     fail: int,
-    records: ReadableBuffer,
+    *,
     pos: int,
     value: int,
     max_message_bytes: int,

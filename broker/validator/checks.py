@@ -70,9 +70,10 @@ def check_batch_magic(first_magic: int, magic: int, tp: str, recorder: MetricsRe
         )
 
 
-def check_v2_batch(  # noqa: PLR0917
+def check_v2_batch(
     first_magic: int,
     h: RecordBatchHeader,
+    *,
     origin: AppendOrigin,
     to_magic: int,
     tp: str,
@@ -83,8 +84,9 @@ def check_v2_batch(  # noqa: PLR0917
     check_batch_magic(first_magic, h.magic, tp, recorder)
     if origin is AppendOrigin.CLIENT:
         failed = scan.check_client_batch(
-            h.base_offset, h.last_offset_delta, h.records_count, h.attributes, h.producer_id,
-            h.base_sequence,
+            base_offset=h.base_offset, last_offset_delta=h.last_offset_delta,
+            records_count=h.records_count, attributes=h.attributes, producer_id=h.producer_id,
+            base_sequence=h.base_sequence,
         )  # fmt: skip
         if failed:
             raise_client_batch(failed, h, tp, recorder)
@@ -268,9 +270,10 @@ def record_errors(
     process_record_errors(out, any_timestamp, total=sum(counts))
 
 
-def report_rejected_v2(  # noqa: PLR0917
+def report_rejected_v2(
     buf: ReadableBuffer,
     rejected: scan.BatchRejected,
+    *,
     tp: str,
     now: int,
     before_max: int,

@@ -94,7 +94,14 @@ def _errors(
 def _collect_v2(ctx: Context, in_place: bool) -> tuple[RecordsPlan, bool, int]:
     buf = ctx.records
     h = v2.read_header(buf, 0)
-    check_v2_batch(ctx.analysis.first_magic, h, ctx.origin, ctx.to_magic, ctx.tp, ctx.recorder)
+    check_v2_batch(
+        ctx.analysis.first_magic,
+        h,
+        origin=ctx.origin,
+        to_magic=ctx.to_magic,
+        tp=ctx.tp,
+        recorder=ctx.recorder,
+    )
     size = header_size(ctx.to_magic, h.compression_type)
     if h.compression_type != CompressionType.NONE and h.records_count != 0:
         # (a batch declaring no record is not read at all, as in Kafka's iterators)
@@ -105,9 +112,11 @@ def _collect_v2(ctx: Context, in_place: bool) -> tuple[RecordsPlan, bool, int]:
         src_buf, pos, stop = buf, RECORDS_OFFSET, h.size_in_bytes
     lat_batch = h.timestamp_type is TimestampType.LOG_APPEND_TIME
     max_ts, min_ts, consecutive, canonical, errors, counts = scan.walk_v2(
-        src_buf, pos, stop, h.records_count, h.base_offset, h.base_timestamp, lat_batch,
-        h.max_timestamp, ctx.now, ctx.before_max, ctx.after_max, ctx.create_time,
-        ctx.compacted, not in_place, MAX_LISTED_RECORD_ERRORS,
+        src_buf, pos, stop, count=h.records_count, base_offset=h.base_offset,
+        base_timestamp=h.base_timestamp, lat_batch=lat_batch,
+        batch_max_timestamp=h.max_timestamp, now=ctx.now, before_max=ctx.before_max,
+        after_max=ctx.after_max, create_time=ctx.create_time, compacted=ctx.compacted,
+        want_canonical=not in_place, error_limit=MAX_LISTED_RECORD_ERRORS,
     )  # fmt: skip
     if counts:
         _errors(ctx, errors, counts, v2_record_context(src_buf, h))
@@ -150,8 +159,10 @@ def _collect_legacy_set(ctx: Context, in_place: bool) -> tuple[RecordsPlan, bool
     to_v2 = ctx.to_magic >= MAGIC_V2
     out = scan.new_buffer(_v2_bound(len(buf))) if to_v2 else None
     n, _stop, out_end, max_ts, min_ts, consecutive, first_ts, errors, counts = scan.walk_legacy(
-        buf, 0, len(buf), -1, 0, 0, False, ctx.now, ctx.before_max, ctx.after_max,
-        ctx.create_time, ctx.compacted, out, 0, MAX_LISTED_RECORD_ERRORS,
+        buf, 0, len(buf), wrapper_magic=-1, wrapper_offset=0, wrapper_timestamp=0,
+        wrapper_lat=False, now=ctx.now, before_max=ctx.before_max, after_max=ctx.after_max,
+        create_time=ctx.create_time, compacted=ctx.compacted, out=out, out_pos=0,
+        error_limit=MAX_LISTED_RECORD_ERRORS,
     )  # fmt: skip
     if errors and counts:
         # an uncompressed set stops at its first error, which is always listed
@@ -197,9 +208,10 @@ def _collect_legacy_wrapper(ctx: Context, in_place: bool) -> tuple[RecordsPlan, 
     out = scan.new_buffer(_v2_bound(len(inner))) if to_v2 else None
     lat = lh.timestamp_type is TimestampType.LOG_APPEND_TIME
     n, stop, out_end, max_ts, min_ts, consecutive, first_ts, errors, counts = scan.walk_legacy(
-        inner, 0, len(inner), lh.magic, lh.offset, lh.timestamp, lat, ctx.now,
-        ctx.before_max, ctx.after_max, ctx.create_time, ctx.compacted, out, 0,
-        MAX_LISTED_RECORD_ERRORS,
+        inner, 0, len(inner), wrapper_magic=lh.magic, wrapper_offset=lh.offset,
+        wrapper_timestamp=lh.timestamp, wrapper_lat=lat, now=ctx.now,
+        before_max=ctx.before_max, after_max=ctx.after_max, create_time=ctx.create_time,
+        compacted=ctx.compacted, out=out, out_pos=0, error_limit=MAX_LISTED_RECORD_ERRORS,
     )  # fmt: skip
     if counts:
         rc = RecordContext(

@@ -65,14 +65,16 @@ def _v2_non_compressed(ctx: Context, next_offset: int) -> PathResult:
     buf = ctx.records
     try:
         count, max_timestamp, shallow, *_ = scan.assign_in_place_v2(
-            buf, next_offset, ctx.partition_leader_epoch, ctx.now, ctx.before_max,
-            ctx.after_max, ctx.compacted, ctx.log_append_time,
-            ctx.origin is AppendOrigin.CLIENT, MAX_LISTED_RECORD_ERRORS,
+            buf, next_offset=next_offset, partition_leader_epoch=ctx.partition_leader_epoch,
+            now=ctx.now, before_max=ctx.before_max, after_max=ctx.after_max,
+            compacted=ctx.compacted, log_append_time=ctx.log_append_time,
+            client_origin=ctx.origin is AppendOrigin.CLIENT, error_limit=MAX_LISTED_RECORD_ERRORS,
         )  # fmt: skip
     except scan.BatchRejected as rejected:
         report_rejected_v2(
-            buf, rejected, ctx.tp, ctx.now, ctx.before_max, ctx.after_max, ctx.recorder
-        )
+            buf, rejected, tp=ctx.tp, now=ctx.now, before_max=ctx.before_max,
+            after_max=ctx.after_max, recorder=ctx.recorder,
+        )  # fmt: skip
     return PathResult(buf, count, max_timestamp, shallow, False, EMPTY_STATS)
 
 
@@ -80,8 +82,10 @@ def _legacy_non_compressed(ctx: Context, next_offset: int) -> PathResult:
     buf = ctx.records
     first_magic = ctx.analysis.first_magic
     _n, _stop, _o, _max, _min, _c, _f, errors, counts = scan.walk_legacy(
-        buf, 0, len(buf), -1, 0, 0, False, ctx.now, ctx.before_max, ctx.after_max,
-        ctx.create_time, ctx.compacted, None, 0, MAX_LISTED_RECORD_ERRORS,
+        buf, 0, len(buf), wrapper_magic=-1, wrapper_offset=0, wrapper_timestamp=0,
+        wrapper_lat=False, now=ctx.now, before_max=ctx.before_max, after_max=ctx.after_max,
+        create_time=ctx.create_time, compacted=ctx.compacted, out=None, out_pos=0,
+        error_limit=MAX_LISTED_RECORD_ERRORS,
     )  # fmt: skip
     if errors and counts:
         # an uncompressed set stops at its first error, which is always listed

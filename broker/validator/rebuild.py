@@ -125,8 +125,9 @@ def _build_v2(
             # length varints at full width)
             out = scan.new_buffer((src.stop - src.pos) + 24 * src.count + 16)
             end = scan.reencode_v2(
-                src.data, src.pos, src.stop, src.count, src.base_timestamp, src.lat_batch,
-                src.batch_max_timestamp, out, 0,
+                src.data, src.pos, src.stop, count=src.count, base_timestamp=src.base_timestamp,
+                lat_batch=src.lat_batch, batch_max_timestamp=src.batch_max_timestamp, out=out,
+                out_pos=0,
             )  # fmt: skip
             records = memoryview(out)[:end]
     else:
@@ -188,9 +189,11 @@ def _build_legacy(
     # a legacy entry is at most 27 bytes longer than the v2 record it comes from
     out = scan.new_buffer((src.stop - src.pos) + 34 * src.count + 64)
     written, end, _first, last, max_ts, offset_of_max, had_headers = scan.v2_to_legacy(
-        src.data, src.pos, src.stop, src.count, src.base_offset, src.base_timestamp,
-        src.lat_batch, src.batch_max_timestamp, magic, next_offset,
-        compressed and magic >= MAGIC_V1, _LONG_MIN, ctx.now if is_lat else -1, False, out, 0,
+        src.data, src.pos, src.stop, count=src.count, base_offset=src.base_offset,
+        base_timestamp=src.base_timestamp, lat_batch=src.lat_batch,
+        batch_max_timestamp=src.batch_max_timestamp, to_magic=magic, renumber_from=next_offset,
+        relative_offsets=compressed and magic >= MAGIC_V1, first_offset=_LONG_MIN,
+        log_append_time=ctx.now if is_lat else -1, clamp_timestamps=False, out=out, out_pos=0,
     )  # fmt: skip
     if written < 0:
         raise InvalidRecordError("Invalid negative timestamp")
@@ -210,8 +213,9 @@ def _build_legacy(
     else:
         result = out[:end]
     info_max, shallow = legacy_info(
-        compressed, is_lat, ctx.now, max_ts, offset_of_max, next_offset, last
-    )
+        compressed, is_lat, log_append_time=ctx.now, max_timestamp=max_ts,
+        offset_of_max=offset_of_max, base_offset=next_offset, last_offset=last,
+    )  # fmt: skip
     return result, info_max, shallow, uncompressed
 
 

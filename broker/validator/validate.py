@@ -138,8 +138,9 @@ def validate_records(
         and to_magic == MAGIC_V2
     ):
         return _in_place_v2(
-            trimmed, next_offset, partition_leader_epoch, now, config, original, topic,
-            partition, recorder,
+            trimmed, next_offset=next_offset, leader_epoch=partition_leader_epoch, now=now,
+            config=config, original_size=original, topic=topic, partition=partition,
+            recorder=recorder,
         )  # fmt: skip
     result = validate_messages_and_assign_offsets(
         trimmed,
@@ -198,8 +199,9 @@ def validate_records(
 _V2_ONLY = 1 << MAGIC_V2
 
 
-def _in_place_v2(  # noqa: PLR0917
+def _in_place_v2(
     records: memoryview,
+    *,
     next_offset: int,
     leader_epoch: int,
     now: int,
@@ -219,14 +221,16 @@ def _in_place_v2(  # noqa: PLR0917
     client-batch checks passed, so the last offset delta is ``count - 1``."""
     try:
         done = scan.assign_in_place_v2(
-            records, next_offset, leader_epoch, now, config.timestamp_before_max_ms,
-            config.timestamp_after_max_ms, config.compacted, config.log_append_time, True,
-            MAX_LISTED_RECORD_ERRORS,
+            records, next_offset=next_offset, partition_leader_epoch=leader_epoch, now=now,
+            before_max=config.timestamp_before_max_ms, after_max=config.timestamp_after_max_ms,
+            compacted=config.compacted, log_append_time=config.log_append_time,
+            client_origin=True, error_limit=MAX_LISTED_RECORD_ERRORS,
         )  # fmt: skip
     except scan.BatchRejected as rejected:
         report_rejected_v2(
-            records, rejected, f"{topic}-{partition}", now, config.timestamp_before_max_ms,
-            config.timestamp_after_max_ms, recorder,
+            records, rejected, tp=f"{topic}-{partition}", now=now,
+            before_max=config.timestamp_before_max_ms,
+            after_max=config.timestamp_after_max_ms, recorder=recorder,
         )  # fmt: skip
     count, max_ts, shallow, attributes, batch_max_ts, pid, epoch, base_seq = done
     last_offset = next_offset + count - 1

@@ -113,18 +113,18 @@ def test_walks_agree_on_random_bytes(data, count, compacted, lat, want, limit):
                         data,
                         0,
                         len(data),
-                        count,
-                        0,
-                        1000,
-                        lat,
-                        5,
-                        1000,
-                        10,
-                        10,
-                        True,
-                        compacted,
-                        want,
-                        limit,
+                        count=count,
+                        base_offset=0,
+                        base_timestamp=1000,
+                        lat_batch=lat,
+                        batch_max_timestamp=5,
+                        now=1000,
+                        before_max=10,
+                        after_max=10,
+                        create_time=True,
+                        compacted=compacted,
+                        want_canonical=want,
+                        error_limit=limit,
                     )
                 ),
                 _outcome(
@@ -132,18 +132,18 @@ def test_walks_agree_on_random_bytes(data, count, compacted, lat, want, limit):
                         data,
                         0,
                         len(data),
-                        1,
-                        3,
-                        7,
-                        lat,
-                        1000,
-                        LONG_MAX,
-                        LONG_MAX,
-                        True,
-                        compacted,
-                        bytearray(len(data) * 2 + 64),
-                        0,
-                        limit,
+                        wrapper_magic=1,
+                        wrapper_offset=3,
+                        wrapper_timestamp=7,
+                        wrapper_lat=lat,
+                        now=1000,
+                        before_max=LONG_MAX,
+                        after_max=LONG_MAX,
+                        create_time=True,
+                        compacted=compacted,
+                        out=bytearray(len(data) * 2 + 64),
+                        out_pos=0,
+                        error_limit=limit,
                     )
                 ),
                 _outcome(lambda t=twin: t.scan_entries(data, 0, len(data), 1 << 20, True)),
@@ -167,11 +167,16 @@ def test_encoders_agree(records, to_magic, renumber, lat):
     outs = []
     for twin in TWINS:
         out1 = bytearray(len(buf) * 3 + 64)
-        end1 = twin.reencode_v2(buf, 61, len(buf), count, 1000, lat, 77, out1, 0)
+        end1 = twin.reencode_v2(buf, 61, len(buf), count=count, base_timestamp=1000,
+                                lat_batch=lat, batch_max_timestamp=77, out=out1,
+                                out_pos=0)  # fmt: skip
         out2 = bytearray(len(buf) * 3 + 64 * count)
-        res2 = twin.v2_to_legacy(buf, 61, len(buf), count, 7, records[0].timestamp, lat, 77,
-                                 to_magic, renumber, bool(renumber % 2), -(2**63),
-                                 -1 if not lat else 99, True, out2, 0)  # fmt: skip
+        res2 = twin.v2_to_legacy(buf, 61, len(buf), count=count, base_offset=7,
+                                 base_timestamp=records[0].timestamp, lat_batch=lat,
+                                 batch_max_timestamp=77, to_magic=to_magic,
+                                 renumber_from=renumber, relative_offsets=bool(renumber % 2),
+                                 first_offset=-(2**63), log_append_time=-1 if not lat else 99,
+                                 clamp_timestamps=True, out=out2, out_pos=0)  # fmt: skip
         outs.append((bytes(out1[:end1]), res2, bytes(out2[: res2[1]])))
     assert outs[0] == outs[1]
 
@@ -187,13 +192,20 @@ def test_encoders_refuse_a_small_output_buffer_alike(records, room):
     for twin in TWINS:
         got = []
         for call in (
-            lambda t=twin: t.reencode_v2(buf, 61, len(buf), len(records), 0, False, 0,
-                                         bytearray(room), 0),
-            lambda t=twin: t.v2_to_legacy(buf, 61, len(buf), len(records), 0, 0, False, 0, 1, 0,
-                                          False, -(2**63), -1, True, bytearray(room), 0),
-            lambda t=twin: t.walk_legacy(legacy_set, 0, len(legacy_set), -1, 0, 0, False, 0,
-                                         LONG_MAX, LONG_MAX, False, False, bytearray(room), 0,
-                                         20)[:3],
+            lambda t=twin: t.reencode_v2(buf, 61, len(buf), count=len(records),
+                                         base_timestamp=0, lat_batch=False,
+                                         batch_max_timestamp=0, out=bytearray(room), out_pos=0),
+            lambda t=twin: t.v2_to_legacy(buf, 61, len(buf), count=len(records), base_offset=0,
+                                          base_timestamp=0, lat_batch=False,
+                                          batch_max_timestamp=0, to_magic=1, renumber_from=0,
+                                          relative_offsets=False, first_offset=-(2**63),
+                                          log_append_time=-1, clamp_timestamps=True,
+                                          out=bytearray(room), out_pos=0),
+            lambda t=twin: t.walk_legacy(legacy_set, 0, len(legacy_set), wrapper_magic=-1,
+                                         wrapper_offset=0, wrapper_timestamp=0,
+                                         wrapper_lat=False, now=0, before_max=LONG_MAX,
+                                         after_max=LONG_MAX, create_time=False, compacted=False,
+                                         out=bytearray(room), out_pos=0, error_limit=20)[:3],
         ):  # fmt: skip
             try:
                 got.append(("ok", call()))
@@ -334,8 +346,10 @@ def test_walk_v2_fast_path_agrees(case, compacted, limits, want_canonical):
 
     def walk(twin):
         return twin.walk_v2(
-            data, 0, len(data), count, base_offset, base_timestamp, False, -1, 1005,
-            before_max, after_max, True, compacted, want_canonical, 20,
+            data, 0, len(data), count=count, base_offset=base_offset,
+            base_timestamp=base_timestamp, lat_batch=False, batch_max_timestamp=-1, now=1005,
+            before_max=before_max, after_max=after_max, create_time=True, compacted=compacted,
+            want_canonical=want_canonical, error_limit=20,
         )  # fmt: skip
 
     outcomes = [_outcome(lambda t=twin: walk(t)) for twin in TWINS]
@@ -369,8 +383,9 @@ def test_walk_v2_fast_path_canonical_agrees(case):
 
     def walk(twin):
         return twin.walk_v2(
-            data, 0, len(data), n, 0, 1000, False, -1, 1005, LONG_MAX, LONG_MAX, True, False,
-            True, 20,
+            data, 0, len(data), count=n, base_offset=0, base_timestamp=1000, lat_batch=False,
+            batch_max_timestamp=-1, now=1005, before_max=LONG_MAX, after_max=LONG_MAX,
+            create_time=True, compacted=False, want_canonical=True, error_limit=20,
         )  # fmt: skip
 
     outcomes = [_outcome(lambda t=twin: walk(t)) for twin in TWINS]
@@ -419,8 +434,9 @@ def test_walk_v2_fast_path_hands_over_short_headers(make):
 
     def walk(twin):
         return twin.walk_v2(
-            data, 0, len(data), 40, 0, 1000, False, -1, 1005, LONG_MAX, LONG_MAX, True, False,
-            False, 20,
+            data, 0, len(data), count=40, base_offset=0, base_timestamp=1000, lat_batch=False,
+            batch_max_timestamp=-1, now=1005, before_max=LONG_MAX, after_max=LONG_MAX,
+            create_time=True, compacted=False, want_canonical=False, error_limit=20,
         )  # fmt: skip
 
     outcomes = [_outcome(lambda t=twin: walk(t)) for twin in TWINS]

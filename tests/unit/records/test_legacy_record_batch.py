@@ -94,7 +94,7 @@ def test_zstd_compression_type_with_v0_or_v1(magic):
 
 
 def test_inner_compressed_record_is_refused():
-    inner = legacy.encode_entry(0, MAGIC_V1, GZIP, 5, None, b"x")
+    inner = legacy.encode_entry(0, MAGIC_V1, attributes=GZIP, timestamp=5, key=None, value=b"x")
     buf = wrap_legacy(inner, magic=MAGIC_V1, compression_type=GZIP, level=None, last_offset=0,
                       timestamp=5, timestamp_type=TimestampType.CREATE_TIME)  # fmt: skip
     with pytest.raises(InvalidRecordError):
@@ -110,7 +110,7 @@ def test_inner_entry_smaller_than_overhead_is_corrupt():
 
 
 def test_trailing_partial_inner_entry_ignored_and_empty_wrapper_refused():
-    entry = legacy.encode_entry(7, MAGIC_V0, 0, -1, None, b"x")
+    entry = legacy.encode_entry(7, MAGIC_V0, attributes=0, timestamp=-1, key=None, value=b"x")
     buf = wrap_legacy(entry + entry[:10], magic=MAGIC_V0, compression_type=GZIP, level=None,
                       last_offset=7, timestamp=-1, timestamp_type=TimestampType.CREATE_TIME)  # fmt: skip
     assert [r.offset for r in iter_records(buf)] == [7]
@@ -121,7 +121,7 @@ def test_trailing_partial_inner_entry_ignored_and_empty_wrapper_refused():
 
 
 def test_null_wrapper_value_refused():
-    wrapper = legacy.encode_entry(0, MAGIC_V1, GZIP, 5, None, None)
+    wrapper = legacy.encode_entry(0, MAGIC_V1, attributes=GZIP, timestamp=5, key=None, value=None)
     with pytest.raises(InvalidRecordError):
         list(iter_records(wrapper))
 

@@ -161,7 +161,7 @@ def create_records(
 def legacy_record(magic: int, timestamp: int, key: bytes | None, value: bytes | None) -> bytes:
     """``LegacyRecord.create``: the record bytes without the 12-byte log overhead."""
     attrs = compute_attributes(magic, 0, TimestampType.CREATE_TIME)
-    return encode_entry(0, magic, attrs, timestamp, key, value)[12:]
+    return encode_entry(0, magic, attributes=attrs, timestamp=timestamp, key=key, value=value)[12:]
 
 
 def legacy_unchecked(

@@ -109,7 +109,9 @@ def test_negative_header_count_and_key_length():
 
 
 def test_nested_compression_in_a_legacy_wrapper():
-    inner = legacy.encode_entry(0, MAGIC_V1, CompressionType.GZIP, NOW, None, b"x")
+    inner = legacy.encode_entry(
+        0, MAGIC_V1, attributes=CompressionType.GZIP, timestamp=NOW, key=None, value=b"x"
+    )
     buf = wrap_legacy(inner, magic=MAGIC_V1, compression_type=CompressionType.GZIP, level=None,
                       last_offset=0, timestamp=NOW, timestamp_type=TimestampType.CREATE_TIME)  # fmt: skip
     assert code_of(buf, produce_version=2) == ErrorCode.INVALID_RECORD

@@ -166,8 +166,8 @@ def test_the_one_call_path_is_taken_for_a_plain_client_batch(
     calls: list[int] = []
     real = scan.assign_in_place_v2
 
-    def counting(*args: Any) -> Any:
-        got = real(*args)
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        got = real(*args, **kwargs)
         calls.append(got is not None)
         return got
 
@@ -188,7 +188,7 @@ def test_the_general_path_is_taken_when_the_dispatch_condition_fails(
 ) -> None:
     """``_outcome``'s way to the general path does reach it."""
     calls: list[int] = []
-    monkeypatch.setattr(validate, "_in_place_v2", lambda *args: calls.append(1))
+    monkeypatch.setattr(validate, "_in_place_v2", lambda *args, **kwargs: calls.append(1))
     monkeypatch.setattr(validate, "_V2_ONLY", 0)
     data = v2_batch(0, [b"a"], timestamps=[NOW])
     got = validate_records(
@@ -217,14 +217,23 @@ def test_the_twins_agree_and_a_rejected_batch_is_untouched(
     client_origin: bool,
     before: int,
 ) -> None:
-    args = (77, 3, NOW, before, LONG_MAX, compacted, log_append_time, client_origin,
-            MAX_LISTED_RECORD_ERRORS)  # fmt: skip
+    args = {
+        "next_offset": 77,
+        "partition_leader_epoch": 3,
+        "now": NOW,
+        "before_max": before,
+        "after_max": LONG_MAX,
+        "compacted": compacted,
+        "log_append_time": log_append_time,
+        "client_origin": client_origin,
+        "error_limit": MAX_LISTED_RECORD_ERRORS,
+    }
     outcomes = []
     for impl in (_scan_py, twin):
         buf = bytearray(data)
         got: Any
         try:
-            got = impl.assign_in_place_v2(memoryview(buf), *args)
+            got = impl.assign_in_place_v2(memoryview(buf), **args)
         except scan.BatchRejected as rejected:
             got = ("rejected", rejected.check, rejected.errors, rejected.error_counts)
         except KafkaError as exc:
@@ -241,8 +250,10 @@ def test_a_buffer_without_the_whole_batch_is_refused_alike(twin: Any, size: int)
     data = bytearray(v2_batch(0, [b"a"], timestamps=[NOW])[:size])
     for impl in (_scan_py, twin):
         with pytest.raises(ValueError, match="does not hold a whole v2 batch"):
-            impl.assign_in_place_v2(memoryview(bytearray(data)), 0, 0, NOW, LONG_MAX,
-                                    LONG_MAX, False, False, True, 1)  # fmt: skip
+            impl.assign_in_place_v2(memoryview(bytearray(data)), next_offset=0,
+                                    partition_leader_epoch=0, now=NOW, before_max=LONG_MAX,
+                                    after_max=LONG_MAX, compacted=False, log_append_time=False,
+                                    client_origin=True, error_limit=1)  # fmt: skip
 
 
 @pytest.mark.parametrize("twin", TWINS)
@@ -261,5 +272,13 @@ def test_the_client_batch_checks_agree(
     attributes: int,
     producer: tuple[int, int],
 ) -> None:
-    args = (base_offset, last_offset_delta, records_count, attributes, *producer)
-    assert twin.check_client_batch(*args) == _scan_py.check_client_batch(*args)
+    producer_id, base_sequence = producer
+    args = {
+        "base_offset": base_offset,
+        "last_offset_delta": last_offset_delta,
+        "records_count": records_count,
+        "attributes": attributes,
+        "producer_id": producer_id,
+        "base_sequence": base_sequence,
+    }
+    assert twin.check_client_batch(**args) == _scan_py.check_client_batch(**args)
