@@ -67,11 +67,11 @@ import functools
 import logging
 import struct
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
 
 from broker.coordinator.group.coordinator import is_internal_topic
+from broker.delayed import DelayedReply
 from broker.errors import (
     ErrorCode,
     KafkaError,
@@ -82,7 +82,6 @@ from broker.errors import (
 from broker.handlers.authorization import authorize, report_denied
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import BrokerContext, RequestContext, TopicMeters
-from broker.handlers.delayed import DelayedReply
 from broker.log.unified_log import UnifiedLog
 from broker.partition.partition import AppendOutcome, Partition
 from broker.protocol.data import Data
@@ -352,7 +351,7 @@ class ProduceHandler(RequestHandler[ProduceRequest]):
         response: ProduceResponse,
         durable: list[tuple[UnifiedLog, int, _PartitionResponse]],
         any_error: bool,
-    ) -> Reply:
+    ) -> Data | DelayedReply[Data] | None:
         """Once every partition is appended: acks 0 / 1 / all."""
         acks = request.acks
         conn = ctx.connection
@@ -633,7 +632,7 @@ class ProduceHandler(RequestHandler[ProduceRequest]):
         reply = self._answer(ctx, request, response, durable, any_error)
         if reply is None or isinstance(reply, Data):
             return reply
-        return await cast(Awaitable[Data | None], reply)
+        return await reply
 
     # ---- acks=all --------------------------------------------------------------------------
 

@@ -93,8 +93,8 @@ from broker.coordinator.group.errors import (
 from broker.coordinator.group.member import ClassicGroupMember
 from broker.coordinator.group.rebalance import RebalanceOps, Writer
 from broker.coordinator.group.records import Record, group_metadata_record, group_tombstone
-from broker.coordinator.group.reply import Reply
 from broker.coordinator.group.timer import CoordinatorTimer
+from broker.delayed import DelayedReply
 from broker.errors import ErrorCode
 from broker.group_records.messages import CoordinatorRecord, decode_record
 from broker.protocol.messages import (
@@ -263,22 +263,23 @@ class ConsumerGroups:
 
     # ---- writes ------------------------------------------------------------------------------
 
-    def write_then(  # noqa: PLR0917 (the write, its answers and its two hooks)
+    def write_then(
         self,
         group_id: str,
         records: list[Record],
         response: T,
         on_error: Callable[[ErrorCode], T],
+        *,
         apply: Callable[[], None] | None = None,
         on_revert: Callable[[], None] | None = None,
-    ) -> Reply[T]:
+    ) -> DelayedReply[T]:
         """Apply ``records`` now (or run ``apply`` instead: a downgrade installs its classic
         group itself, as Kafka does without replaying), write them, answer ``response``
         once durable (else ``on_error(code)`` with Kafka's mapping of the write error, after
         restoring the group and running ``on_revert``)."""
-        reply: Reply[T] = Reply()
+        reply: DelayedReply[T] = DelayedReply()
         if not records:
-            reply.complete(response)
+            reply.resolve(response)
             return reply
         existing = self.groups.get(group_id)
         snapshot = None if existing is None else existing.copy()
@@ -293,7 +294,7 @@ class ConsumerGroups:
 
         def written(code: ErrorCode) -> None:
             if code is ErrorCode.NONE:
-                reply.complete(response)
+                reply.resolve(response)
                 return
             error = append_error_to_response_error(code)
             log.warning("[GroupId %s] Failed to write %d records: %s", group_id, len(records),
@@ -306,7 +307,7 @@ class ConsumerGroups:
                     self.groups[group_id] = snapshot
             if on_revert is not None:
                 on_revert()
-            reply.complete(on_error(error))
+            reply.resolve(on_error(error))
 
         self.write(records, written)
         return reply
@@ -526,7 +527,7 @@ class ConsumerGroups:
 
     def fence_member(
         self, group: ConsumerGroup, member: ConsumerGroupMember, response: T
-    ) -> Reply[T]:
+    ) -> DelayedReply[T]:
         """``consumerGroupFenceMember``: the group goes back to classic when the member is
         its last consumer protocol member and the policy allows it; else the member's
         tombstones, the subscription metadata without it, and the group epoch bumped."""
@@ -783,7 +784,7 @@ class ConsumerGroups:
         on_error: Callable[[ErrorCode], T],
         *,
         rebalance: bool = True,
-    ) -> Reply[T]:
+    ) -> DelayedReply[T]:
         """Write a downgrade: the classic group replaces the consumer group at once (its
         members' sessions running, a rebalance prepared unless a static member replaced
         another); a failed write brings the consumer group back."""
@@ -816,7 +817,9 @@ class ConsumerGroups:
                     timeout = None if meta is None else meta.session_timeout_ms
                     self.schedule_session_timeout(group_id, m.member_id, timeout)
 
-        return self.write_then(group_id, records, response, on_error, install, revert)
+        return self.write_then(
+            group_id, records, response, on_error, apply=install, on_revert=revert
+        )
 
     def restore_classic_group(
         self, classic: ClassicGroup, state: tuple[GroupState, GroupState]
