@@ -109,10 +109,15 @@ class DelayedReply(Generic[T]):
         if self._state != _PENDING:
             self._call()
 
+    def relay(self) -> DelayedReply[Any]:
+        """A new reply for what this one's answer becomes further on (its
+        listener settles it): it stops the same work."""
+        return DelayedReply(self._cancel)
+
     def then(self, shape: Callable[[T], U]) -> DelayedReply[U]:
         """A reply of ``shape(value)`` once this one resolves (this one's
         listener); this one's error, or ``shape``'s, fails it."""
-        out: DelayedReply[U] = DelayedReply(self._cancel)
+        out: DelayedReply[U] = self.relay()
 
         def shaped(value: T | None, error: BaseException | None) -> None:
             if error is not None:

@@ -126,7 +126,7 @@ class _Slot:
         self.segments: Segments | None = None
         #: bytes of the answer while it waits behind an earlier one
         self.waiting = 0
-        #: a later answer whose work stops if the connection goes away
+        #: a later answer (its work, if it has any, stops if the connection goes away)
         self.reply: DelayedReply[Segments | None] | None = None
 
 
@@ -401,8 +401,7 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
         if not isinstance(outcome, DelayedReply):
             self._complete(slot, outcome)
             return
-        if outcome.cancellable:
-            slot.reply = outcome
+        slot.reply = outcome  # cancelled if the connection goes away first
         outcome.listen(functools.partial(self._delayed_done, slot))
 
     def _delayed_done(
