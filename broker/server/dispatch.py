@@ -95,8 +95,8 @@ class _Later:
         start: int,
         out: DelayedReply[Segments | None],
     ) -> _Later:
-        # not __init__: calling a class with keywords costs twice what calling a
-        # method does (CPython 3.11), once per acks=all request
+        # not __init__: CPython 3.11 calls a class with keywords at a cost a
+        # method call does not have, once per acks=all request (docs/performance.md)
         later = cls.__new__(cls)
         later.dispatcher = dispatcher
         later.handler = handler
