@@ -3,8 +3,12 @@
 A handler class declares its API key and version range once (class
 attributes); the registry builds ApiVersions from those declarations, and
 the dispatcher refuses versions outside them. ``handle`` returns the
-response object (answered at once), an awaitable of it (answered when it
-completes: acks=all, long-poll Fetch), or None (no response: acks=0).
+response object (answered at once), None (no response: acks=0), or the
+response later: a ``DelayedReply`` of it (``broker/delayed.py``: acks=all, a
+parked JoinGroup, a commit) or an awaitable (an ``async def`` step: a
+long-poll Fetch, an ACL write), which the dispatcher makes a
+``DelayedReply`` of. A later answer that fails is answered with the API's
+error response, or closes the connection (``server/dispatch.py``).
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ import abc
 from collections.abc import Awaitable, Iterable
 from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 
+from broker.delayed import DelayedReply
 from broker.handlers import authorization
 from broker.handlers.context import BrokerContext, RequestContext
-from broker.handlers.delayed import DelayedReply
 from broker.protocol import API_KEYS, ApiKey
 from broker.protocol.data import Data
 from broker.security.acl import AclOperation, ResourceType

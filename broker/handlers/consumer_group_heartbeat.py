@@ -27,10 +27,10 @@ id (KIP-1082); v0 lets the coordinator generate it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from broker.coordinator.group.consumer.groups import TopicFilter
-from broker.coordinator.group.reply import Reply as GroupReply
 from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
@@ -65,10 +65,10 @@ class ConsumerGroupHeartbeatHandler(RequestHandler[ConsumerGroupHeartbeatRequest
             ctx.count_error(exc.code)
             return ConsumerGroupHeartbeatResponse(error_code=exc.code)
         reply = groups.consumer_group_heartbeat(caller(ctx), request, self._topic_filter(ctx))
-        if reply.done:
-            ctx.count_error(reply.value.error_code)
-            return reply.value
-        return self._parked(ctx, reply)
+        answered = functools.partial(_answered, ctx)
+        if reply.done():
+            return answered(reply.value)
+        return reply.then(answered)  # once the heartbeat's records are durable
 
     def _topic_filter(self, ctx: RequestContext) -> TopicFilter | None:
         """What a regex may resolve to for this member: the topics it may describe (a
@@ -87,10 +87,9 @@ class ConsumerGroupHeartbeatHandler(RequestHandler[ConsumerGroupHeartbeatRequest
 
         return describable
 
-    @staticmethod
-    async def _parked(
-        ctx: RequestContext, reply: GroupReply[ConsumerGroupHeartbeatResponse]
-    ) -> ConsumerGroupHeartbeatResponse:
-        response = await reply
-        ctx.count_error(response.error_code)
-        return response
+
+def _answered(
+    ctx: RequestContext, response: ConsumerGroupHeartbeatResponse
+) -> ConsumerGroupHeartbeatResponse:
+    ctx.count_error(response.error_code)
+    return response

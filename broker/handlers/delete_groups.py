@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.coordinator.group.reply import Reply as GroupReply
+from broker.delayed import DelayedReply
 from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
@@ -28,11 +28,11 @@ class DeleteGroupsHandler(RequestHandler[DeleteGroupsRequest]):
     MAX_VERSION = 2
 
     def handle(self, ctx: RequestContext, request: DeleteGroupsRequest) -> Reply:
-        replies: list[tuple[str, GroupReply[ErrorCode]]] = []
+        replies: list[tuple[str, DelayedReply[ErrorCode]]] = []
         names = list(dict.fromkeys(request.groups_names))
         deletable = self.filter_authorized(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
         refused = [
-            (g, GroupReply.of(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+            (g, DelayedReply.of(ErrorCode.GROUP_AUTHORIZATION_FAILED))
             for g in names
             if g not in deletable
         ]
@@ -40,21 +40,21 @@ class DeleteGroupsHandler(RequestHandler[DeleteGroupsRequest]):
             try:
                 reply = coordinator(self.broker).delete_group(group_id)
             except KafkaError as exc:
-                reply = GroupReply.of(exc.code)
+                reply = DelayedReply.of(exc.code)
             replies.append((group_id, reply))
         replies += refused
-        if all(r.done for _, r in replies):
+        if all(r.done() for _, r in replies):
             return self._answer(ctx, [(g, r.value) for g, r in replies])
         return self._parked(ctx, replies)
 
     async def _parked(
-        self, ctx: RequestContext, replies: list[tuple[str, GroupReply[ErrorCode]]]
+        self, ctx: RequestContext, replies: list[tuple[str, DelayedReply[ErrorCode]]]
     ) -> DeleteGroupsResponse:
         codes = await asyncio.gather(*(self._value(r) for _, r in replies))
         return self._answer(ctx, [(g, c) for (g, _), c in zip(replies, codes, strict=True)])
 
     @staticmethod
-    async def _value(reply: GroupReply[ErrorCode]) -> ErrorCode:
+    async def _value(reply: DelayedReply[ErrorCode]) -> ErrorCode:
         return await reply
 
     @staticmethod

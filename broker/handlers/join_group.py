@@ -23,7 +23,8 @@ Version notes:
 
 from __future__ import annotations
 
-from broker.coordinator.group.reply import Reply as GroupReply
+import functools
+
 from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
@@ -64,15 +65,12 @@ class JoinGroupHandler(RequestHandler[JoinGroupRequest]):
                 JoinGroupResponse(member_id=request.member_id, error_code=exc.code), version
             )
         reply = groups.join_group(caller(ctx), request)
-        if reply.done:
-            ctx.count_error(reply.value.error_code)
-            return for_version(reply.value, version)
-        return self._parked(ctx, reply, version)
+        answered = functools.partial(_answered, ctx, version)
+        if reply.done():
+            return answered(reply.value)
+        return reply.then(answered)  # parked until the join phase ends
 
-    @staticmethod
-    async def _parked(
-        ctx: RequestContext, reply: GroupReply[JoinGroupResponse], version: int
-    ) -> JoinGroupResponse:
-        response = await reply
-        ctx.count_error(response.error_code)
-        return for_version(response, version)
+
+def _answered(ctx: RequestContext, version: int, response: JoinGroupResponse) -> JoinGroupResponse:
+    ctx.count_error(response.error_code)
+    return for_version(response, version)

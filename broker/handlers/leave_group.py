@@ -14,7 +14,9 @@ v3+ batch members; v4+ flexible; v5+ reason.
 
 from __future__ import annotations
 
-from broker.coordinator.group.reply import Reply as GroupReply
+import functools
+
+from broker.delayed import DelayedReply
 from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
@@ -38,17 +40,11 @@ class LeaveGroupHandler(RequestHandler[LeaveGroupRequest]):
         try:
             reply = coordinator(self.broker).leave_group(request)
         except KafkaError as exc:
-            reply = GroupReply.of(LeaveGroupResponse(error_code=exc.code))
-        if reply.done:
+            reply = DelayedReply.of(LeaveGroupResponse(error_code=exc.code))
+        if reply.done():
             return _answered(ctx, version, reply.value)
         # a classic member of a consumer group: answered once its tombstones are durable
-        return self._parked(ctx, version, reply)
-
-    @staticmethod
-    async def _parked(
-        ctx: RequestContext, version: int, reply: GroupReply[LeaveGroupResponse]
-    ) -> LeaveGroupResponse:
-        return _answered(ctx, version, await reply)
+        return reply.then(functools.partial(_answered, ctx, version))
 
 
 def _answered(

@@ -26,8 +26,9 @@ generation is GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION.
 
 from __future__ import annotations
 
+import functools
+
 from broker.coordinator.group.offsets import commit_error_response
-from broker.coordinator.group.reply import Reply as GroupReply
 from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
@@ -71,32 +72,25 @@ class OffsetCommitHandler(RequestHandler[OffsetCommitRequest]):
                     OffsetCommitRequest.OffsetCommitRequestTopic(name=topic.name, partitions=known)
                 )
         if not valid:
-            return self._answer(ctx, request, None, refused_topics)
+            return self._answer(ctx, request, None, refused=refused_topics)
         try:
             groups = coordinator(self.broker)
         except KafkaError as exc:
             return self._answer(
-                ctx, request, commit_error_response(valid, exc.code), refused_topics
+                ctx, request, commit_error_response(valid, exc.code), refused=refused_topics
             )
         reply = groups.commit_offsets(request, ctx.header.api_version, valid)
-        if reply.done:
-            return self._answer(ctx, request, reply.value, refused_topics)
-        return self._parked(ctx, request, reply, refused_topics)
-
-    async def _parked(
-        self,
-        ctx: RequestContext,
-        request: OffsetCommitRequest,
-        reply: GroupReply[OffsetCommitResponse],
-        refused: dict[str, tuple[ErrorCode, list[int]]],
-    ) -> OffsetCommitResponse:
-        return self._answer(ctx, request, await reply, refused)
+        answer = functools.partial(self._answer, ctx, request, refused=refused_topics)
+        if reply.done():
+            return answer(reply.value)
+        return reply.then(answer)  # once the commit's record is durable
 
     @staticmethod
     def _answer(
         ctx: RequestContext,
         request: OffsetCommitRequest,
         committed: OffsetCommitResponse | None,
+        *,
         refused: dict[str, tuple[ErrorCode, list[int]]],
     ) -> OffsetCommitResponse:
         """The response in the request's topic order: refused partitions (unauthorized

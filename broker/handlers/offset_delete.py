@@ -16,7 +16,6 @@ Behaviour (``KafkaApis.handleOffsetDeleteRequest``,
 
 from __future__ import annotations
 
-from broker.coordinator.group.reply import Reply as GroupReply
 from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
@@ -102,12 +101,6 @@ class OffsetDeleteHandler(RequestHandler[OffsetDeleteRequest]):
             )
         except KafkaError as exc:
             return _count(ctx, OffsetDeleteResponse(error_code=exc.code))
-        if reply.done:
+        if reply.done():
             return _count(ctx, merge(refused, reply.value))
-        return self._parked(ctx, refused, reply)
-
-    @staticmethod
-    async def _parked(
-        ctx: RequestContext, refused: Refused, reply: GroupReply[OffsetDeleteResponse]
-    ) -> OffsetDeleteResponse:
-        return _count(ctx, merge(refused, await reply))
+        return reply.then(lambda deleted: _count(ctx, merge(refused, deleted)))

@@ -70,10 +70,10 @@ import functools
 import logging
 import struct
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
 
+from broker.delayed import DelayedReply
 from broker.errors import (
     ErrorCode,
     InvalidRequiredAcksError,
@@ -88,7 +88,6 @@ from broker.errors import (
 from broker.handlers.authorization import authorize, report_denied
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import BrokerContext, RequestContext, TopicMeters
-from broker.handlers.delayed import DelayedReply
 from broker.log.unified_log import UnifiedLog
 from broker.partition.partition import AppendOutcome, Partition
 from broker.protocol.data import Data
@@ -501,7 +500,7 @@ class ProduceHandler(RequestHandler[ProduceRequest]):
         reply = self._answer(run, request, response)
         if reply is None or isinstance(reply, Data):
             return reply
-        return await cast(Awaitable[Data | None], reply)
+        return await reply
 
     # ---- the answer: acks 0 / 1 / all -------------------------------------------------------
 

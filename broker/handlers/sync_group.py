@@ -15,7 +15,8 @@ v5+ protocol_type / protocol_name in request and response.
 
 from __future__ import annotations
 
-from broker.coordinator.group.reply import Reply as GroupReply
+import functools
+
 from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
@@ -44,15 +45,12 @@ class SyncGroupHandler(RequestHandler[SyncGroupRequest]):
             ctx.count_error(exc.code)
             return SyncGroupResponse(error_code=exc.code)
         reply = groups.sync_group(caller(ctx), request)
-        if reply.done:
-            ctx.count_error(reply.value.error_code)
-            return reply.value
-        return self._parked(ctx, reply)
+        answered = functools.partial(_answered, ctx)
+        if reply.done():
+            return answered(reply.value)
+        return reply.then(answered)  # parked until the leader's assignment is durable
 
-    @staticmethod
-    async def _parked(
-        ctx: RequestContext, reply: GroupReply[SyncGroupResponse]
-    ) -> SyncGroupResponse:
-        response = await reply
-        ctx.count_error(response.error_code)
-        return response
+
+def _answered(ctx: RequestContext, response: SyncGroupResponse) -> SyncGroupResponse:
+    ctx.count_error(response.error_code)
+    return response

@@ -40,7 +40,7 @@ Bounds, each counted where the bytes are held:
 
 Pipelining: every complete frame is dispatched at once (below the bound), in
 arrival order, so appends happen in the order the client sent them; a
-handler may finish synchronously or hand back an awaitable (an fsync for
+handler may finish synchronously or hand back a ``DelayedReply`` (an fsync for
 acks=all, a long-poll Fetch). Responses are written strictly in request
 order: a slow request holds back the responses behind it, as Kafka's muted
 channel does (Kafka reads one request per connection at a time).
@@ -59,11 +59,11 @@ import collections
 import functools
 import logging
 import struct
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
-from broker.handlers.delayed import DelayedReply
+from broker.delayed import DelayedReply
 from broker.server.budget import ReceiveBudget
 from broker.server.receive_buffer import EMPTY, MIN_READ, ReceiveBuffers
 
@@ -76,9 +76,10 @@ LINGER_SECONDS = 1.0
 #: what a handler answers with: the segments of a whole response frame, size
 #: prefix included (bytes-like objects, or file slices written by the
 #: ``write_segment`` callback), or None for "no response" (acks=0); or either
-#: later, from a ``DelayedReply`` (acks=all) or an awaitable
+#: later, from a ``DelayedReply`` (``broker/delayed.py``: acks=all, a parked
+#: JoinGroup, a long-poll Fetch), which fails to close the connection
 Segments = Sequence[Any]
-Outcome = Segments | None | DelayedReply[Segments | None] | Awaitable[Segments | None]
+Outcome = Segments | None | DelayedReply[Segments | None]
 
 
 class ProtocolViolation(Exception):
@@ -115,7 +116,7 @@ class ConnectionLimits:
 class _Slot:
     """One dispatched request, until its answer is handed to the transport."""
 
-    __slots__ = ("buf", "done", "segments", "size", "waiting")
+    __slots__ = ("buf", "done", "reply", "segments", "size", "waiting")
 
     def __init__(self, size: int, buf: bytearray) -> None:
         self.size = size
@@ -125,6 +126,8 @@ class _Slot:
         self.segments: Segments | None = None
         #: bytes of the answer while it waits behind an earlier one
         self.waiting = 0
+        #: a later answer (its work, if it has any, stops if the connection goes away)
+        self.reply: DelayedReply[Segments | None] | None = None
 
 
 def segments_size(segments: Segments) -> int:
@@ -157,7 +160,6 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
         "_refused",
         "_slots",
         "_sweep_tx",
-        "_tasks",
         "_tx",
         "_waiting_bytes",
         "_write_segment",
@@ -225,7 +227,6 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
         #: closing, write side shut: incoming bytes are read and dropped
         self._draining = False
         self._drain_view = memoryview(EMPTY)
-        self._tasks: set[asyncio.Future[Segments | None]] = set()
         # the registry's sweep: bytes arrived since the last one; when the connection
         # was last active; the write buffer it saw; the partial frame it timed
         self._active = False
@@ -261,8 +262,9 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
         self._closed = True
         if self._refused:
             return
-        for task in list(self._tasks):
-            task.cancel()
+        for slot in self._slots:
+            if slot.reply is not None:
+                slot.reply.cancel()
         self._slots.clear()
         self._inflight = self._waiting_bytes = self._tx = 0
         self._release_all()
@@ -396,29 +398,17 @@ class Connection(ReceiveBuffers, asyncio.BufferedProtocol):
             log.exception("closing connection from %s: request handling failed", self.peer)
             self.abort()
             return
-        if outcome is None or isinstance(outcome, (list, tuple)):
+        if not isinstance(outcome, DelayedReply):
             self._complete(slot, outcome)
-        elif type(outcome) is DelayedReply:
-            outcome.listen(functools.partial(self._delayed_done, slot))
-        else:
-            task: asyncio.Future[Segments | None] = asyncio.ensure_future(
-                cast(Awaitable[Segments | None], outcome)
-            )
-            self._tasks.add(task)
-            task.add_done_callback(functools.partial(self._task_done, slot=slot))
-
-    def _task_done(self, task: asyncio.Future[Segments | None], slot: _Slot) -> None:
-        self._tasks.discard(task)
-        if task.cancelled():
             return
-        exc = task.exception()
-        self._delayed_done(slot, None if exc is not None else task.result(), exc)
+        slot.reply = outcome  # cancelled if the connection goes away first
+        outcome.listen(functools.partial(self._delayed_done, slot))
 
     def _delayed_done(
         self, slot: _Slot, segments: Segments | None, exc: BaseException | None
     ) -> None:
-        """A later answer (a ``DelayedReply``'s, or a task's): written in order,
-        or, if the handler failed, the connection closed."""
+        """A later answer: written in order, or, if it failed (the dispatcher
+        found no error response for it), the connection closed."""
         if self._closed:
             return  # gone meanwhile: its slots went with it
         if exc is not None:

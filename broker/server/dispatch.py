@@ -11,8 +11,12 @@
                                          UNSUPPORTED_VERSION; any other API: close
                                          (Kafka's RequestContext.parseRequest)
       -> decode_request                  malformed body: close (InvalidRequestException)
-      -> handler.handle(ctx, request)    response | awaitable of it | None (acks=0)
-      -> encode_response                 whole frame, records passed through as segments
+      -> handler.handle(ctx, request)    response | None (acks=0) | later: a DelayedReply
+                                         of it, or an awaitable (made one here)
+      -> encode_response                 whole frame, records passed through as segments;
+                                         a later answer that failed: the API's error
+                                         response (server/error_response.py), or, for
+                                         an API without one, the connection closed
 
 Request metrics (``RequestMetrics``; Kafka's
 ``RequestChannel.Request.updateRequestMetrics``) are recorded once per
@@ -27,17 +31,14 @@ near zero unless the event loop is busy.
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import inspect
 import logging
 import time
-from collections.abc import Callable
 
-from broker.errors import ErrorCode
+from broker.delayed import DelayedReply
+from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import AnyHandler
 from broker.handlers.context import RequestContext
-from broker.handlers.delayed import DelayedReply
 from broker.handlers.registry import HandlerRegistry
 from broker.metrics import BrokerMetrics, ErrorCounter, NullMetrics, RequestRecorder
 from broker.protocol import (
@@ -51,6 +52,7 @@ from broker.protocol.data import Data
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import ApiVersionsRequest
 from broker.server.connection import Connection, Outcome, ProtocolViolation, Segments
+from broker.server.error_response import error_response
 from broker.server.sasl_gate import AUTHENTICATE_V0, SaslSession
 
 log = logging.getLogger(__name__)
@@ -59,13 +61,105 @@ API_VERSIONS_KEY = 18
 _ERROR_NAMES = {int(c): c.name for c in ErrorCode}
 
 
-def _give_up(pending: asyncio.Future[Data | None], out: asyncio.Future[Segments | None]) -> None:
-    if out.cancelled():
-        pending.cancel()
-
-
 def _no_serve(header: RequestHeader) -> Outcome:
     raise ProtocolViolation("a request where a SASL token was expected")
+
+
+class _Later:
+    """A request answered later: what its answer is encoded and recorded with."""
+
+    __slots__ = ("ctx", "dispatcher", "handler", "local_ns", "out", "size", "start", "waited_from")
+
+    dispatcher: Dispatcher
+    handler: AnyHandler
+    ctx: RequestContext
+    #: the request's frame bytes
+    size: int
+    #: the handler's own time; when the request began (perf_counter ns)
+    local_ns: int
+    start: int
+    #: the connection's reply of the encoded answer
+    out: DelayedReply[Segments | None]
+    #: since when it waits (remote time, Kafka's purgatory)
+    waited_from: int
+
+    @classmethod
+    def waiting(
+        cls,
+        *,
+        dispatcher: Dispatcher,
+        handler: AnyHandler,
+        ctx: RequestContext,
+        size: int,
+        local_ns: int,
+        start: int,
+        out: DelayedReply[Segments | None],
+    ) -> _Later:
+        # not __init__: CPython 3.11 calls a class with keywords at a cost a
+        # method call does not have, once per acks=all request (docs/performance.md)
+        later = cls.__new__(cls)
+        later.dispatcher = dispatcher
+        later.handler = handler
+        later.ctx = ctx
+        later.size = size
+        later.local_ns = local_ns
+        later.start = start
+        later.out = out
+        later.waited_from = time.perf_counter_ns()
+        return later
+
+    def answered(self, response: Data | None, error: BaseException | None) -> None:
+        """The handler's reply's listener: the answer encoded and its request
+        recorded with the time it waited, then handed to the connection. A
+        failed one is answered with the API's error response for the error
+        (Kafka's ``KafkaApis.handleError``, ``sendErrorOrCloseConnection``); an
+        API without one, or a failed encoding, fails the connection's reply,
+        which closes it."""
+        out = self.out
+        ctx = self.ctx
+        if error is not None:
+            response = _error_response(ctx, error)
+            if response is None:
+                out.fail(error)
+                return
+        remote_ns = time.perf_counter_ns() - self.waited_from
+        try:
+            segments = Dispatcher._encode(ctx.header, self.handler, response, None)
+        except Exception as exc:
+            out.fail(exc)
+            return
+        self.dispatcher._record(
+            self.handler, ctx, size=self.size, local_ns=self.local_ns, remote_ns=remote_ns,
+            start=self.start,
+        )  # fmt: skip
+        out.resolve(segments)
+
+
+def _error_response(ctx: RequestContext, error: BaseException) -> Data | None:
+    """The request's error response for ``error``; None where Kafka's has the
+    request's topics or partitions, or nobody waits (cancelled)."""
+    if not isinstance(error, Exception):
+        return None  # CancelledError: the connection went away
+    header = ctx.header
+    api = API_KEYS[header.api_key]
+    if isinstance(error, KafkaError):
+        code, message = error.code, str(error) or None
+    else:
+        # Errors.forException: anything not a Kafka error is UNKNOWN_SERVER_ERROR,
+        # its text kept out of the answer (ApiError.fromThrowable)
+        code, message = ErrorCode.UNKNOWN_SERVER_ERROR, None
+    log.error(
+        "%s v%d from %s failed: answering %s",
+        api.name,
+        header.api_version,
+        ctx.connection.peer,
+        code.name,
+        exc_info=error,
+    )
+    response = error_response(api, header.api_version, code, message)
+    if response is not None:
+        ctx.count_error(code)
+    return response
 
 
 class Dispatcher:
@@ -130,113 +224,20 @@ class Dispatcher:
             segments = self._encode(header, handler, reply, body_version)
             self._record(handler, ctx, size=len(frame), local_ns=local_ns, remote_ns=0, start=start)
             return segments
-        if type(reply) is DelayedReply:
-            # acks=all: encoded and recorded in the callback that answers it
-            # (broker/handlers/delayed.py), handed on to the connection at once
-            delayed: DelayedReply[Segments | None] = DelayedReply()
-            reply.listen(
-                functools.partial(
-                    self._answer_later,
-                    header,
-                    handler,
-                    ctx,
-                    len(frame),
-                    local_ns,
-                    start,
-                    time.perf_counter_ns(),
-                    delayed.resolve,
-                    delayed.fail,
-                )
-            )
-            return delayed
-        if inspect.isawaitable(reply):
-            # a future as it is, a coroutine in a task; the connection gets a
-            # future of the answer
-            pending: asyncio.Future[Data | None] = asyncio.ensure_future(reply)
-            out: asyncio.Future[Segments | None] = pending.get_loop().create_future()
-            if pending is not reply:
-                # a task runs work worth stopping when the connection goes away
-                # (it cancels ``out``); a bare future is just left unanswered
-                out.add_done_callback(functools.partial(_give_up, pending))
-            pending.add_done_callback(
-                functools.partial(
-                    self._deferred_done,
-                    header,
-                    handler,
-                    ctx,
-                    out,
-                    len(frame),
-                    local_ns,
-                    start,
-                    time.perf_counter_ns(),
-                )
-            )
-            return out
-        raise TypeError(f"{type(handler).__name__} returned {type(reply).__name__}")
-
-    def _deferred_done(  # noqa: PLR0917
-        self,
-        header: RequestHeader,
-        handler: AnyHandler,
-        ctx: RequestContext,
-        out: asyncio.Future[Segments | None],
-        size: int,
-        local_ns: int,
-        start: int,
-        waited_from: int,
-        reply: asyncio.Future[Data | None],
-    ) -> None:
-        """An awaitable reply once done: encode and record it, the answer into ``out``."""
-        if reply.cancelled():
-            if not out.done():
-                out.cancel()
-            return
-        error = reply.exception()  # retrieved even when nobody waits any more
-        if out.done():
-            return  # the connection gave the request up
-        self._answer_later(
-            header,
-            handler,
-            ctx,
-            size,
-            local_ns,
-            start,
-            waited_from,
-            out.set_result,
-            out.set_exception,
-            None if error is not None else reply.result(),
-            error,
-        )
-
-    def _answer_later(  # noqa: PLR0917
-        self,
-        header: RequestHeader,
-        handler: AnyHandler,
-        ctx: RequestContext,
-        size: int,
-        local_ns: int,
-        start: int,
-        waited_from: int,
-        resolve: Callable[[Segments | None], object],
-        fail: Callable[[BaseException], object],
-        response: Data | None,
-        error: BaseException | None,
-    ) -> None:
-        """A later answer (a ``DelayedReply``'s listener, or an awaitable's once
-        done): encoded and its request recorded with the time it waited (remote
-        time, Kafka's purgatory) since ``waited_from``, then handed to
-        ``resolve``; the reply's error, or an encoding's, to ``fail``."""
-        if error is not None:
-            fail(error)
-            return
-        remote_ns = time.perf_counter_ns() - waited_from
-        try:
-            segments = self._encode(header, handler, response, None)
-        except Exception as exc:
-            fail(exc)
-            return
-        self._record(handler, ctx, size=size, local_ns=local_ns, remote_ns=remote_ns, start=start)
-        resolve(segments)
+        if type(reply) is not DelayedReply:
+            if not inspect.isawaitable(reply):
+                raise TypeError(f"{type(handler).__name__} returned {type(reply).__name__}")
+            # an async handler: its task, the one kind of later answer from here on
+            reply = DelayedReply.of_awaitable(reply)
+        # encoded and recorded in the listener that answers it (broker/delayed.py),
+        # handed on to the connection at once
+        out: DelayedReply[Segments | None] = reply.relay()
+        later = _Later.waiting(
+            dispatcher=self, handler=handler, ctx=ctx, size=len(frame), local_ns=local_ns,
+            start=start, out=out,
+        )  # fmt: skip
+        reply.listen(later.answered)
+        return out
 
     @staticmethod
     def _encode(

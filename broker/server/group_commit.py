@@ -60,7 +60,7 @@ A waiter is a callback with a timer (``when_flushed``), not
 ``asyncio.wait_for`` (which wraps every wait in another future and
 callbacks: at 10,000 acks=all requests a second that was a tenth of the
 loop's time), nor a future awaited by a task: the produce handler answers
-from the callback through a ``DelayedReply`` (``broker/handlers/delayed.py``),
+from the callback through a ``DelayedReply`` (``broker/delayed.py``),
 which the dispatcher and the connection listen to, so an acks=all request
 makes no task, no coroutine and no future, and its answer reaches the
 connection within the round's callback. ``wait_flushed`` is the same wait

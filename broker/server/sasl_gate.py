@@ -47,13 +47,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from broker.delayed import DelayedReply
 from broker.errors import ErrorCode
 from broker.protocol import API_KEYS, DecodeError, decode_request, encode_response
 from broker.protocol.api_keys import ApiKey
 from broker.protocol.data import Data
 from broker.protocol.header import RequestHeader
 from broker.protocol.messages import (
-    CODECS,
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
     SaslHandshakeRequest,
@@ -61,6 +61,7 @@ from broker.protocol.messages import (
 )
 from broker.security.sasl_mechanisms import AuthenticationFailed, SaslExchange, generic_failure
 from broker.server.connection import Outcome, ProtocolViolation, Segments
+from broker.server.error_response import error_response
 
 if TYPE_CHECKING:
     from broker.server.connection import Connection
@@ -388,7 +389,7 @@ class SaslSession:
                 await sleep(delay)
             return segments
 
-        return later()
+        return DelayedReply.of_awaitable(later())
 
 
 def kafka_enum_name(api: ApiKey) -> str:
@@ -403,18 +404,7 @@ def kafka_enum_name(api: ApiKey) -> str:
 
 
 def illegal_state_response(api: ApiKey, version: int, message: str) -> Data | None:
-    """The API's error response for ILLEGAL_SASL_STATE when its response carries
-    a top-level error code in ``version`` (and the message where it has one);
+    """The API's error response for ILLEGAL_SASL_STATE (``server/error_response.py``):
     None for APIs whose error response repeats the request's topics or
     partitions (Produce, Metadata, ListOffsets, CreateTopics, ...)."""
-    fields = {f.name: f for f in api.response.struct.fields}
-    code = fields.get("error_code")
-    if code is None or not code.present_in(version):
-        return None
-    # any API's response: its fields by the names the schema gives
-    response = CODECS[api.response.name].cls()
-    setattr(response, code.name, ErrorCode.ILLEGAL_SASL_STATE)
-    text = fields.get("error_message")
-    if text is not None and text.present_in(version):
-        setattr(response, text.name, message)
-    return response
+    return error_response(api, version, ErrorCode.ILLEGAL_SASL_STATE, message)

@@ -6,7 +6,6 @@ Modules::
     config.py          Kafka's group.* / offsets.* keys, declared here, read into GroupConfig
     partitioner.py     which __consumer_offsets partition a group lives in (Java's hashCode)
     errors.py          the group errors, as KafkaError subclasses
-    reply.py           Reply: a response that may come later (a parked Join/Sync)
     timer.py           keyed timers on the event loop (one per member / group and purpose)
     member.py          ClassicGroupMember
     classic_group.py   ClassicGroup: states, members, protocol selection
@@ -19,5 +18,7 @@ Modules::
     coordinator.py     the facade the handlers call: routing, load state, admin operations
     consumer/          consumer groups: ConsumerGroupHeartbeat, assignors, their records
 
-Everything runs on the event loop thread: no locks, timers are ``call_later``.
+Everything runs on the event loop thread: no locks, timers are ``call_later``. An
+operation answers through a ``DelayedReply`` (``broker/delayed.py``): at once, or
+later (a parked Join/Sync, a commit waiting for its record to be durable).
 """

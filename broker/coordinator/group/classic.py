@@ -1,6 +1,6 @@
 """JoinGroup, SyncGroup, Heartbeat and LeaveGroup of classic groups (``GroupMetadataManager``).
 
-Each operation answers through a :class:`Reply`: at once, or when the join
+Each operation answers through a ``DelayedReply`` (``broker/delayed.py``): at once, or when the join
 phase ends (JoinGroup), when the leader's assignment is durable (SyncGroup).
 What the operations write (group metadata records) goes through the
 ``write`` callback of :class:`RebalanceOps`; the group's state changes on
@@ -35,7 +35,7 @@ from broker.coordinator.group.records import (
     empty_group_metadata_record,
     group_metadata_record,
 )
-from broker.coordinator.group.reply import Reply
+from broker.delayed import DelayedReply
 from broker.errors import ErrorCode, KafkaError
 from broker.protocol.messages import (
     HeartbeatRequest,
@@ -74,13 +74,13 @@ class ConsumerGroupSide(Protocol):
 
     def classic_join(
         self, caller: Caller, request: JoinGroupRequest
-    ) -> Reply[JoinGroupResponse]: ...
+    ) -> DelayedReply[JoinGroupResponse]: ...
 
-    def classic_sync(self, request: SyncGroupRequest) -> Reply[SyncGroupResponse]: ...
+    def classic_sync(self, request: SyncGroupRequest) -> DelayedReply[SyncGroupResponse]: ...
 
     def classic_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse: ...
 
-    def classic_leave(self, request: LeaveGroupRequest) -> Reply[LeaveGroupResponse]: ...
+    def classic_leave(self, request: LeaveGroupRequest) -> DelayedReply[LeaveGroupResponse]: ...
 
 
 def requires_known_member_id(join_version: int) -> bool:
@@ -102,9 +102,9 @@ class ClassicGroupManager(RebalanceOps):
 
     # ---- JoinGroup -----------------------------------------------------------------------------
 
-    def join(self, caller: Caller, request: JoinGroupRequest) -> Reply[JoinGroupResponse]:
+    def join(self, caller: Caller, request: JoinGroupRequest) -> DelayedReply[JoinGroupResponse]:
         """``classicGroupJoinToClassicGroup``."""
-        reply: Reply[JoinGroupResponse] = Reply()
+        reply: DelayedReply[JoinGroupResponse] = DelayedReply()
         group_id, member_id = request.group_id, request.member_id
         unknown = member_id == UNKNOWN_MEMBER_ID
         largest = max((len(p.metadata) for p in request.protocols), default=0)
@@ -117,7 +117,7 @@ class ClassicGroupManager(RebalanceOps):
                 "a group record holds at most %d (max.message.bytes of __consumer_offsets).",
                 group_id, caller.client_id, largest, limit,
             )  # fmt: skip
-            reply.complete(
+            reply.resolve(
                 JoinGroupResponse(member_id=member_id, error_code=ErrorCode.MESSAGE_TOO_LARGE)
             )
             return reply
@@ -134,11 +134,11 @@ class ClassicGroupManager(RebalanceOps):
         try:
             group = self.get_or_create_group(group_id, unknown)
         except KafkaError as exc:
-            reply.complete(JoinGroupResponse(member_id=member_id, error_code=exc.code))
+            reply.resolve(JoinGroupResponse(member_id=member_id, error_code=exc.code))
             return reply
         if not self._accept_joining_member(group, member_id):
             group.remove(member_id)
-            reply.complete(
+            reply.resolve(
                 JoinGroupResponse(
                     member_id=UNKNOWN_MEMBER_ID, error_code=ErrorCode.GROUP_MAX_SIZE_REACHED
                 )
@@ -152,7 +152,7 @@ class ClassicGroupManager(RebalanceOps):
             def reverted(code: ErrorCode) -> None:
                 if code is not ErrorCode.NONE:
                     log.warning("Failed to write empty metadata for group %s: %s", group_id, code)
-                    reply.complete(
+                    reply.resolve(
                         JoinGroupResponse(error_code=append_error_to_response_error(code))
                     )
                     if self.groups.get(group_id) is group:
@@ -177,10 +177,10 @@ class ClassicGroupManager(RebalanceOps):
         caller: Caller,
         request: JoinGroupRequest,
         group: ClassicGroup,
-        reply: Reply[JoinGroupResponse],
+        reply: DelayedReply[JoinGroupResponse],
     ) -> None:
         if group.is_in_state(GroupState.DEAD):
-            reply.complete(
+            reply.resolve(
                 JoinGroupResponse(
                     member_id=UNKNOWN_MEMBER_ID, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE
                 )
@@ -188,7 +188,7 @@ class ClassicGroupManager(RebalanceOps):
             return
         names = {p.name for p in request.protocols}
         if not group.supports_protocols(request.protocol_type, names):
-            reply.complete(
+            reply.resolve(
                 JoinGroupResponse(
                     member_id=UNKNOWN_MEMBER_ID, error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL
                 )
@@ -222,7 +222,7 @@ class ClassicGroupManager(RebalanceOps):
         elif requires_known_member_id(caller.api_version):
             if len(group.pending_join_members) >= MAX_PENDING_MEMBERS:
                 # a flood of joins without member ids would keep a timer each for a session
-                reply.complete(
+                reply.resolve(
                     JoinGroupResponse(
                         member_id=UNKNOWN_MEMBER_ID, error_code=ErrorCode.GROUP_MAX_SIZE_REACHED
                     )
@@ -235,7 +235,7 @@ class ClassicGroupManager(RebalanceOps):
                 request.session_timeout_ms,
                 lambda: self.expire_heartbeat(group_id, new_member_id),
             )
-            reply.complete(
+            reply.resolve(
                 JoinGroupResponse(member_id=new_member_id, error_code=ErrorCode.MEMBER_ID_REQUIRED)
             )
         else:
@@ -246,12 +246,12 @@ class ClassicGroupManager(RebalanceOps):
         caller: Caller,
         request: JoinGroupRequest,
         group: ClassicGroup,
-        reply: Reply[JoinGroupResponse],
+        reply: DelayedReply[JoinGroupResponse],
     ) -> None:
         member_id = request.member_id
         instance_id = request.group_instance_id
         if group.is_in_state(GroupState.DEAD):
-            reply.complete(
+            reply.resolve(
                 JoinGroupResponse(
                     member_id=member_id, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE
                 )
@@ -259,7 +259,7 @@ class ClassicGroupManager(RebalanceOps):
             return
         names = {p.name for p in request.protocols}
         if not group.supports_protocols(request.protocol_type, names):
-            reply.complete(
+            reply.resolve(
                 JoinGroupResponse(
                     member_id=member_id, error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL
                 )
@@ -268,7 +268,7 @@ class ClassicGroupManager(RebalanceOps):
         if group.is_pending_member(member_id):
             if instance_id is not None:
                 # a pending member is always dynamic; a static one is a client's mistake
-                reply.complete(
+                reply.resolve(
                     JoinGroupResponse(member_id=member_id, error_code=ErrorCode.INVALID_REQUEST)
                 )
                 return
@@ -277,7 +277,7 @@ class ClassicGroupManager(RebalanceOps):
         try:
             group.validate_member(member_id, instance_id, "join-group")
         except KafkaError as exc:
-            reply.complete(
+            reply.resolve(
                 JoinGroupResponse(
                     member_id=member_id,
                     error_code=exc.code,
@@ -294,7 +294,7 @@ class ClassicGroupManager(RebalanceOps):
         elif state is GroupState.COMPLETING_REBALANCE:
             if member.matches(protocols):
                 # the member missed its JoinGroup response: answer it again
-                reply.complete(self._current_generation(group, member_id, with_members=True))
+                reply.resolve(self._current_generation(group, member_id, with_members=True))
             else:
                 self._update_member(request, group, member, reply, "updating metadata")
         elif state is GroupState.STABLE:
@@ -303,7 +303,7 @@ class ClassicGroupManager(RebalanceOps):
             elif not member.matches(protocols):
                 self._update_member(request, group, member, reply, "updating metadata")
             else:
-                reply.complete(self._current_generation(group, member_id, with_members=False))
+                reply.resolve(self._current_generation(group, member_id, with_members=False))
         else:
             log.warning(
                 "Attempt to add rejoining member %s of group %s in unexpected group state %s",
@@ -311,7 +311,7 @@ class ClassicGroupManager(RebalanceOps):
                 group.group_id,
                 state,
             )
-            reply.complete(
+            reply.resolve(
                 JoinGroupResponse(member_id=member_id, error_code=ErrorCode.UNKNOWN_MEMBER_ID)
             )
 
@@ -335,7 +335,7 @@ class ClassicGroupManager(RebalanceOps):
         request: JoinGroupRequest,
         group: ClassicGroup,
         member: ClassicGroupMember,
-        reply: Reply[JoinGroupResponse],
+        reply: DelayedReply[JoinGroupResponse],
         reason: str,
     ) -> None:
         group.update_member(
@@ -355,7 +355,7 @@ class ClassicGroupManager(RebalanceOps):
         request: JoinGroupRequest,
         group: ClassicGroup,
         member_id: str,
-        reply: Reply[JoinGroupResponse],
+        reply: DelayedReply[JoinGroupResponse],
     ) -> None:
         member = ClassicGroupMember(
             member_id,
@@ -392,7 +392,7 @@ class ClassicGroupManager(RebalanceOps):
         instance_id: str,
         old_member_id: str,
         new_member_id: str,
-        reply: Reply[JoinGroupResponse],
+        reply: DelayedReply[JoinGroupResponse],
     ) -> None:
         """``updateStaticMemberThenRebalanceOrCompleteJoin``."""
         current_leader = group.leader  # the static member being replaced is in the group
@@ -423,7 +423,7 @@ class ClassicGroupManager(RebalanceOps):
                         )
                         old = group.replace_static_member(instance_id, new_member_id, old_member_id)
                         self.reschedule_heartbeat(group, old)
-                        reply.complete(
+                        reply.resolve(
                             JoinGroupResponse(
                                 member_id=UNKNOWN_MEMBER_ID,
                                 generation_id=group.generation_id,
@@ -466,9 +466,9 @@ class ClassicGroupManager(RebalanceOps):
 
     # ---- SyncGroup -----------------------------------------------------------------------------
 
-    def sync(self, caller: Caller, request: SyncGroupRequest) -> Reply[SyncGroupResponse]:
+    def sync(self, caller: Caller, request: SyncGroupRequest) -> DelayedReply[SyncGroupResponse]:
         """``classicGroupSync``."""
-        reply: Reply[SyncGroupResponse] = Reply()
+        reply: DelayedReply[SyncGroupResponse] = DelayedReply()
         group = self.groups.get(request.group_id)
         consumer = self.consumer_groups.get(request.group_id)
         if (
@@ -479,19 +479,19 @@ class ClassicGroupManager(RebalanceOps):
         ):
             return self.consumer_side.classic_sync(request)
         if group is None or group.is_empty:
-            reply.complete(SyncGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID))
+            reply.resolve(SyncGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID))
             return reply
         member_id = request.member_id
         error = self._validate_sync(group, request)
         if error is not None:
-            reply.complete(SyncGroupResponse(error_code=error))
+            reply.resolve(SyncGroupResponse(error_code=error))
         elif group.is_in_state(GroupState.PREPARING_REBALANCE):
-            reply.complete(SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS))
+            reply.resolve(SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS))
         elif group.is_in_state(GroupState.COMPLETING_REBALANCE):
             member = group.member(member_id)
             if member.awaiting_sync is not None:
                 # a second SyncGroup before the first was answered (as for JoinGroup)
-                member.awaiting_sync.complete(
+                member.awaiting_sync.resolve(
                     SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS)
                 )
             member.awaiting_sync = reply
@@ -500,7 +500,7 @@ class ClassicGroupManager(RebalanceOps):
                 self._store_leader_assignment(group, request, member_id)
         elif group.is_in_state(GroupState.STABLE):
             self.remove_pending_sync_member(group, member_id)
-            reply.complete(
+            reply.resolve(
                 SyncGroupResponse(
                     protocol_type=group.protocol_type,
                     protocol_name=group.protocol_name,
@@ -589,7 +589,7 @@ class ClassicGroupManager(RebalanceOps):
 
     # ---- LeaveGroup ----------------------------------------------------------------------------
 
-    def leave(self, request: LeaveGroupRequest) -> Reply[LeaveGroupResponse]:
+    def leave(self, request: LeaveGroupRequest) -> DelayedReply[LeaveGroupResponse]:
         """``classicGroupLeaveToClassicGroup`` (``request.members`` normalized for v0-2;
         ``...ToConsumerGroup`` for a consumer group, answered once its write is durable)."""
         group = self.groups.get(request.group_id)
@@ -597,7 +597,7 @@ class ClassicGroupManager(RebalanceOps):
         if group is None and in_consumer_group and self.consumer_side is not None:
             return self.consumer_side.classic_leave(request)
         if group is None:
-            return Reply.of(
+            return DelayedReply.of(
                 LeaveGroupResponse(
                     members=[
                         LeaveGroupResponse.MemberResponse(
@@ -610,7 +610,9 @@ class ClassicGroupManager(RebalanceOps):
                 )
             )
         if group.is_in_state(GroupState.DEAD):
-            return Reply.of(LeaveGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            return DelayedReply.of(
+                LeaveGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            )
         responses = []
         left = []
         for m in request.members:
@@ -648,7 +650,7 @@ class ClassicGroupManager(RebalanceOps):
                 self.maybe_prepare_rebalance_or_complete_join(group, reason)
             elif group.is_in_state(GroupState.PREPARING_REBALANCE):
                 self.maybe_complete_join_phase(group)
-        return Reply.of(LeaveGroupResponse(members=responses))
+        return DelayedReply.of(LeaveGroupResponse(members=responses))
 
     def _remove_current_member(
         self, group: ClassicGroup, member_id: str, reason: str | None

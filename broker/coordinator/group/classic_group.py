@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 from broker.coordinator.group.errors import GroupError, group_id_not_found, unknown_member
 from broker.coordinator.group.member import EMPTY_ASSIGNMENT, ClassicGroupMember, Protocols
-from broker.coordinator.group.reply import Reply
+from broker.delayed import DelayedReply
 from broker.errors import ErrorCode
 from broker.protocol.messages import JoinGroupResponse, SyncGroupResponse
 
@@ -175,7 +175,7 @@ class ClassicGroup:
         return self.leader_id
 
     def add(
-        self, member: ClassicGroupMember, reply: Reply[JoinGroupResponse] | None = None
+        self, member: ClassicGroupMember, reply: DelayedReply[JoinGroupResponse] | None = None
     ) -> None:
         if member.group_instance_id is not None:
             if member.group_instance_id in self.static_members:
@@ -359,7 +359,7 @@ class ClassicGroup:
         protocols: Protocols,
         rebalance_timeout_ms: int,
         session_timeout_ms: int,
-        reply: Reply[JoinGroupResponse] | None,
+        reply: DelayedReply[JoinGroupResponse] | None,
     ) -> None:
         self._count_protocols(member, -1)
         member.supported_protocols = protocols
@@ -371,7 +371,7 @@ class ClassicGroup:
             # the member joined again before its parked JoinGroup was answered (a client that
             # pipelines, or one retrying on another connection): Kafka leaves the first one
             # unanswered, which would stall a pipelining connection (docs/deviations.md)
-            displaced.complete(
+            displaced.resolve(
                 JoinGroupResponse(
                     member_id=member.member_id, error_code=ErrorCode.REBALANCE_IN_PROGRESS
                 )
@@ -389,14 +389,14 @@ class ClassicGroup:
             return False
         reply, member.awaiting_join = member.awaiting_join, None
         self.num_awaiting_join -= 1
-        reply.complete(response)
+        reply.resolve(response)
         return True
 
     def complete_sync(self, member: ClassicGroupMember, response: SyncGroupResponse) -> bool:
         if member.awaiting_sync is None:
             return False
         reply, member.awaiting_sync = member.awaiting_sync, None
-        reply.complete(response)
+        reply.resolve(response)
         return True
 
     def complete_all_joins(self, code: ErrorCode) -> None:

@@ -32,10 +32,10 @@ from broker.coordinator.group.loader import load_partition
 from broker.coordinator.group.offsets import CommitTopic, FetchTopic, commit_error_response
 from broker.coordinator.group.partitioner import partition_for
 from broker.coordinator.group.rebalance import GroupMeters
-from broker.coordinator.group.reply import Reply
 from broker.coordinator.group.shard import Shard, ShardState
 from broker.coordinator.group.timer import CoordinatorTimer, LoopTimer
 from broker.coordinator.group.writer import Durability, RecordWriter
+from broker.delayed import DelayedReply
 from broker.errors import ErrorCode, KafkaError
 from broker.partition.replica_manager import ReplicaManager
 from broker.protocol.messages import (
@@ -236,9 +236,11 @@ class GroupCoordinator:
 
     # ---- the classic protocol -----------------------------------------------------------------
 
-    def join_group(self, caller: Caller, request: JoinGroupRequest) -> Reply[JoinGroupResponse]:
+    def join_group(
+        self, caller: Caller, request: JoinGroupRequest
+    ) -> DelayedReply[JoinGroupResponse]:
         if not request.group_id:
-            return Reply.of(
+            return DelayedReply.of(
                 JoinGroupResponse(
                     member_id=request.member_id, error_code=ErrorCode.INVALID_GROUP_ID
                 )
@@ -249,7 +251,7 @@ class GroupCoordinator:
             <= timeout
             <= self.config.classic_group_max_session_timeout_ms
         ):
-            return Reply.of(
+            return DelayedReply.of(
                 JoinGroupResponse(
                     member_id=request.member_id, error_code=ErrorCode.INVALID_SESSION_TIMEOUT
                 )
@@ -257,16 +259,20 @@ class GroupCoordinator:
         try:
             shard = self.shard_of(request.group_id)
         except KafkaError as exc:
-            return Reply.of(JoinGroupResponse(member_id=request.member_id, error_code=exc.code))
+            return DelayedReply.of(
+                JoinGroupResponse(member_id=request.member_id, error_code=exc.code)
+            )
         return shard.classic.join(caller, request)
 
-    def sync_group(self, caller: Caller, request: SyncGroupRequest) -> Reply[SyncGroupResponse]:
+    def sync_group(
+        self, caller: Caller, request: SyncGroupRequest
+    ) -> DelayedReply[SyncGroupResponse]:
         if not request.group_id:
-            return Reply.of(SyncGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID))
+            return DelayedReply.of(SyncGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID))
         try:
             shard = self.shard_of(request.group_id)
         except KafkaError as exc:
-            return Reply.of(SyncGroupResponse(error_code=exc.code))
+            return DelayedReply.of(SyncGroupResponse(error_code=exc.code))
         return shard.classic.sync(caller, request)
 
     def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
@@ -281,14 +287,14 @@ class GroupCoordinator:
             return HeartbeatResponse(error_code=exc.code)
         return shard.classic.heartbeat(request)
 
-    def leave_group(self, request: LeaveGroupRequest) -> Reply[LeaveGroupResponse]:
+    def leave_group(self, request: LeaveGroupRequest) -> DelayedReply[LeaveGroupResponse]:
         """``request.members`` must be set (v0-2 normalized by the handler)."""
         if not request.group_id:
-            return Reply.of(LeaveGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID))
+            return DelayedReply.of(LeaveGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID))
         try:
             shard = self.shard_of(request.group_id)
         except KafkaError as exc:
-            return Reply.of(LeaveGroupResponse(error_code=exc.code))
+            return DelayedReply.of(LeaveGroupResponse(error_code=exc.code))
         return shard.classic.leave(request)
 
     # ---- the consumer protocol (KIP-848) -------------------------------------------------------
@@ -298,14 +304,14 @@ class GroupCoordinator:
         caller: Caller,
         request: ConsumerGroupHeartbeatRequest,
         authorized_topics: TopicFilter | None = None,
-    ) -> Reply[ConsumerGroupHeartbeatResponse]:
+    ) -> DelayedReply[ConsumerGroupHeartbeatResponse]:
         """``GroupCoordinatorService.consumerGroupHeartbeat``: the request's checks, then
         the group's shard (``authorized_topics``: the caller's topic ACLs, for regexes)."""
         try:
             validate_heartbeat(request, caller.api_version, self.config.consumer_group_assignors)
             shard = self.shard_of(request.group_id)
         except KafkaError as exc:
-            return Reply.of(
+            return DelayedReply.of(
                 ConsumerGroupHeartbeatResponse(error_code=exc.code, error_message=str(exc) or None)
             )
         return shard.consumer.heartbeat(
@@ -332,11 +338,11 @@ class GroupCoordinator:
 
     def commit_offsets(
         self, request: OffsetCommitRequest, api_version: int, topics: list[CommitTopic]
-    ) -> Reply[OffsetCommitResponse]:
+    ) -> DelayedReply[OffsetCommitResponse]:
         try:
             shard = self.shard_of(request.group_id)
         except KafkaError as exc:
-            return Reply.of(commit_error_response(topics, exc.code))
+            return DelayedReply.of(commit_error_response(topics, exc.code))
         return shard.offsets.commit(request, api_version, topics)
 
     def fetch_offsets(
@@ -358,13 +364,13 @@ class GroupCoordinator:
             return shard.offsets.fetch_all(group_id, member_id, member_epoch)
         return shard.offsets.fetch(group_id, topics, member_id, member_epoch)
 
-    def delete_offsets(self, request: OffsetDeleteRequest) -> Reply[OffsetDeleteResponse]:
+    def delete_offsets(self, request: OffsetDeleteRequest) -> DelayedReply[OffsetDeleteResponse]:
         if not request.group_id:
-            return Reply.of(OffsetDeleteResponse(error_code=ErrorCode.INVALID_GROUP_ID))
+            return DelayedReply.of(OffsetDeleteResponse(error_code=ErrorCode.INVALID_GROUP_ID))
         try:
             shard = self.shard_of(request.group_id)
         except KafkaError as exc:
-            return Reply.of(OffsetDeleteResponse(error_code=exc.code))
+            return DelayedReply.of(OffsetDeleteResponse(error_code=exc.code))
         return shard.offsets.delete(request)
 
     # ---- administration -----------------------------------------------------------------------
@@ -432,11 +438,11 @@ class GroupCoordinator:
             members=members,
         )
 
-    def delete_group(self, group_id: str) -> Reply[ErrorCode]:
+    def delete_group(self, group_id: str) -> DelayedReply[ErrorCode]:
         try:
             shard = self.shard_of(group_id)
         except KafkaError as exc:
-            return Reply.of(exc.code)
+            return DelayedReply.of(exc.code)
         return shard.offsets.delete_group(group_id)
 
     # ---- expiration ---------------------------------------------------------------------------

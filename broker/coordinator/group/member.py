@@ -8,7 +8,7 @@ join phase to end and the SyncGroup waiting for the leader's assignment.
 
 from __future__ import annotations
 
-from broker.coordinator.group.reply import Reply
+from broker.delayed import DelayedReply
 from broker.protocol.messages import JoinGroupResponse, SyncGroupResponse
 
 Protocols = tuple[tuple[str, bytes], ...]
@@ -53,8 +53,8 @@ class ClassicGroupMember:
         self.protocol_type = protocol_type
         self.supported_protocols = supported_protocols
         self.assignment = assignment
-        self.awaiting_join: Reply[JoinGroupResponse] | None = None
-        self.awaiting_sync: Reply[SyncGroupResponse] | None = None
+        self.awaiting_join: DelayedReply[JoinGroupResponse] | None = None
+        self.awaiting_sync: DelayedReply[SyncGroupResponse] | None = None
         self.is_new = False
 
     def __repr__(self) -> str:

@@ -40,7 +40,7 @@ from broker.coordinator.group.records import (
     offset_commit_record,
     offset_tombstone,
 )
-from broker.coordinator.group.reply import Reply
+from broker.delayed import DelayedReply
 from broker.errors import ErrorCode, KafkaError
 from broker.protocol.messages import (
     OffsetCommitRequest,
@@ -165,14 +165,14 @@ class OffsetManager:
 
     def commit(
         self, request: OffsetCommitRequest, api_version: int, topics: list[CommitTopic]
-    ) -> Reply[OffsetCommitResponse]:
+    ) -> DelayedReply[OffsetCommitResponse]:
         """``commitOffset`` for the partitions in ``topics`` (the existing ones of the
         request; the handler answers the unknown ones)."""
-        reply: Reply[OffsetCommitResponse] = Reply()
+        reply: DelayedReply[OffsetCommitResponse] = DelayedReply()
         try:
             group = self._validate_commit(request, api_version)
         except KafkaError as exc:
-            reply.complete(commit_error_response(topics, exc.code))
+            reply.resolve(commit_error_response(topics, exc.code))
             return reply
         if isinstance(group, ClassicGroup) and group.state in (
             GroupState.STABLE,
@@ -229,17 +229,17 @@ class OffsetManager:
             )
         response = OffsetCommitResponse(topics=responses)
         if not records:
-            reply.complete(response)
+            reply.resolve(response)
             return reply
 
         def written(code: ErrorCode) -> None:
             if code is not ErrorCode.NONE:
-                reply.complete(commit_error_response(topics, append_error_to_response_error(code)))
+                reply.resolve(commit_error_response(topics, append_error_to_response_error(code)))
                 return
             for topic_name, partition, value in pending:
                 self._put(group_id, topic_name, partition, value)
             self.commits += len(pending)
-            reply.complete(response)
+            reply.resolve(response)
 
         self.write(records, written)
         return reply
@@ -309,16 +309,16 @@ class OffsetManager:
 
     # ---- OffsetDelete / DeleteGroups ----------------------------------------------------------
 
-    def delete(self, request: OffsetDeleteRequest) -> Reply[OffsetDeleteResponse]:
+    def delete(self, request: OffsetDeleteRequest) -> DelayedReply[OffsetDeleteResponse]:
         """``deleteOffsets``: tombstones for the committed offsets of unsubscribed topics."""
-        reply: Reply[OffsetDeleteResponse] = Reply()
+        reply: DelayedReply[OffsetDeleteResponse] = DelayedReply()
         group = self.group(request.group_id)
         try:
             if group is None:
                 raise group_id_not_found(request.group_id)
             group.validate_offset_delete()
         except KafkaError as exc:
-            reply.complete(OffsetDeleteResponse(error_code=exc.code))
+            reply.resolve(OffsetDeleteResponse(error_code=exc.code))
             return reply
         group_id = request.group_id
         records: list[Record] = []
@@ -344,32 +344,30 @@ class OffsetManager:
             )
         response = OffsetDeleteResponse(topics=topics)
         if not records:
-            reply.complete(response)
+            reply.resolve(response)
             return reply
 
         def written(code: ErrorCode) -> None:
             if code is not ErrorCode.NONE:
-                reply.complete(
-                    OffsetDeleteResponse(error_code=append_error_to_response_error(code))
-                )
+                reply.resolve(OffsetDeleteResponse(error_code=append_error_to_response_error(code)))
                 return
             for topic_name, partition in removed:
                 self._remove(group_id, topic_name, partition)
-            reply.complete(response)
+            reply.resolve(response)
 
         self.write(records, written)
         return reply
 
-    def delete_group(self, group_id: str) -> Reply[ErrorCode]:
+    def delete_group(self, group_id: str) -> DelayedReply[ErrorCode]:
         """One group of DeleteGroups: its offsets' tombstones and the group's."""
-        reply: Reply[ErrorCode] = Reply()
+        reply: DelayedReply[ErrorCode] = DelayedReply()
         group = self.group(group_id)
         try:
             if group is None:
                 raise group_id_not_found(group_id)
             group.validate_delete_group()
         except KafkaError as exc:
-            reply.complete(exc.code)
+            reply.resolve(exc.code)
             return reply
         records = [
             offset_tombstone(group_id, topic, partition)
@@ -380,11 +378,11 @@ class OffsetManager:
 
         def written(code: ErrorCode) -> None:
             if code is not ErrorCode.NONE:
-                reply.complete(append_error_to_response_error(code))
+                reply.resolve(append_error_to_response_error(code))
                 return
             self.offsets.pop(group_id, None)
             self._remove_group(group_id)
-            reply.complete(ErrorCode.NONE)
+            reply.resolve(ErrorCode.NONE)
 
         self.write(records, written)
         return reply

@@ -15,8 +15,9 @@ when the fsync failed.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from broker.coordinator.group.config import GROUP_METADATA_TOPIC_NAME, GroupConfig
@@ -33,9 +34,12 @@ log = logging.getLogger(__name__)
 class Durability(Protocol):
     """The broker's group commit (``handlers.context.Durability``)."""
 
-    def wait_flushed(
-        self, targets: Sequence[tuple[UnifiedLog, int]], timeout_s: float
-    ) -> Awaitable[bool]: ...
+    def when_flushed(
+        self,
+        targets: Sequence[tuple[UnifiedLog, int]],
+        timeout_s: float,
+        on_done: Callable[[bool | BaseException], None],
+    ) -> bool: ...
 
 
 class RecordWriter:
@@ -50,7 +54,9 @@ class RecordWriter:
         self._durability = durability
         self._config = config
         self._time_ms = time_ms
-        self._waits: set[asyncio.Task[None]] = set()
+        #: writes waiting for their fsync round; set while ``drain`` waits for them
+        self._waiting = 0
+        self._drained: asyncio.Future[None] | None = None
         #: batches appended (tests and the benchmark read it)
         self.appends = 0
 
@@ -82,27 +88,39 @@ class RecordWriter:
         if self._config.offset_commit_required_acks != -1 or not self._config.durable_fsync:
             done(ErrorCode.NONE)
             return
-        waiting = self._durability.wait_flushed(
-            [(partition.log, last_offset + 1)], self._config.offset_commit_timeout_ms / 1000
-        )
-        task = asyncio.ensure_future(self._after_flush(waiting, done))
-        self._waits.add(task)
-        task.add_done_callback(self._waits.discard)
-
-    @staticmethod
-    async def _after_flush(waiting: Awaitable[bool], done: OnWritten) -> None:
-        try:
-            durable = await waiting
-        except OSError as exc:
-            log.error("fsync of __consumer_offsets failed: %s", exc)
-            done(ErrorCode.KAFKA_STORAGE_ERROR)
+        # answered from the round's callback, as acks=all produce requests: no task
+        if not self._durability.when_flushed(
+            [(partition.log, last_offset + 1)],
+            self._config.offset_commit_timeout_ms / 1000,
+            functools.partial(self._flushed, done),
+        ):
+            done(ErrorCode.NONE)  # durable already
             return
-        done(ErrorCode.NONE if durable else ErrorCode.REQUEST_TIMED_OUT)
+        self._waiting += 1
+
+    def _flushed(self, done: OnWritten, outcome: bool | BaseException) -> None:
+        self._waiting -= 1
+        if isinstance(outcome, OSError):
+            log.error("fsync of __consumer_offsets failed: %s", outcome)
+            code = ErrorCode.KAFKA_STORAGE_ERROR
+        elif isinstance(outcome, BaseException):
+            log.error("waiting for __consumer_offsets to be durable failed", exc_info=outcome)
+            code = ErrorCode.UNKNOWN_SERVER_ERROR
+        else:
+            code = ErrorCode.NONE if outcome else ErrorCode.REQUEST_TIMED_OUT
+        try:
+            done(code)
+        finally:
+            drained = self._drained
+            if not self._waiting and drained is not None and not drained.done():
+                drained.set_result(None)
 
     async def drain(self) -> None:
         """Until every write waiting for its flush is answered (shutdown)."""
-        while self._waits:
-            await asyncio.wait(list(self._waits))
+        while self._waiting:
+            self._drained = asyncio.get_running_loop().create_future()
+            await self._drained
+        self._drained = None
 
 
 def _ignore(_: ErrorCode) -> None:

@@ -20,8 +20,8 @@ from broker.coordinator.group.consumer.assignor import GroupAssignment, GroupSpe
 from broker.coordinator.group.consumer.member import freeze
 from broker.coordinator.group.rebalance import OnWritten
 from broker.coordinator.group.records import Record
-from broker.coordinator.group.reply import Reply
 from broker.coordinator.group.shard import Shard
+from broker.delayed import DelayedReply
 from broker.errors import ErrorCode
 from broker.protocol.messages import (
     ConsumerGroupHeartbeatRequest,
@@ -207,7 +207,7 @@ class Context:
         request = ConsumerGroupHeartbeatRequest(**fields)
         reply = self.shard.consumer.heartbeat("client", "/127.0.0.1", request)
         records = [r for batch in self.written[before:] for r in batch]
-        return (reply.value if reply.done else reply), records
+        return (reply.value if reply.done() else reply), records
 
     def replay(self, *records: Record) -> None:
         self.shard.apply(list(records))
@@ -227,7 +227,7 @@ class Context:
         version: int = 9,
         client_id: str = "client",
         topics: tuple[str, ...] = ("foo",),
-    ) -> Reply[Any]:
+    ) -> DelayedReply[Any]:
         request = JoinGroupRequest(
             group_id=group_id,
             session_timeout_ms=session_ms,
@@ -239,7 +239,7 @@ class Context:
         )
         return self.shard.classic.join(Caller(client_id, "/127.0.0.1", version), request)
 
-    def join_new(self, **kw: Any) -> Reply[Any]:
+    def join_new(self, **kw: Any) -> DelayedReply[Any]:
         """A dynamic member's two-step join (KIP-394): the reply of its second JoinGroup."""
         first = self.join(**kw)
         assert first.value.error_code == ErrorCode.MEMBER_ID_REQUIRED
@@ -255,7 +255,7 @@ class Context:
         instance_id: str | None = None,
         protocol_type: str | None = None,
         protocol_name: str | None = None,
-    ) -> Reply[Any]:
+    ) -> DelayedReply[Any]:
         request = SyncGroupRequest(
             group_id=group_id,
             generation_id=generation,
@@ -288,7 +288,7 @@ class Context:
             ],
         )
         reply = self.shard.classic.leave(request)
-        return reply.value if reply.done else reply
+        return reply.value if reply.done() else reply
 
     def commit(
         self,
@@ -301,7 +301,7 @@ class Context:
         metadata: str = "",
         retention_ms: int = -1,
         group_id: str = GROUP,
-    ) -> Reply[Any]:
+    ) -> DelayedReply[Any]:
         topics: dict[str, list[Any]] = {}
         for (topic, partition), offset in offsets.items():
             topics.setdefault(topic, []).append(
@@ -332,9 +332,9 @@ class Context:
         for member_id in ids:
             replies.append(self.join(member_id, **kw))
         # the first member joined alone and completed at once; every later one rebalances
-        if not all(r.done for r in replies):
+        if not all(r.done() for r in replies):
             self.timer.advance(0)
-        assert all(r.done for r in replies), replies
+        assert all(r.done() for r in replies), replies
         generation = self.group().generation_id
         leader = self.group().leader_id
         for member_id in ids:

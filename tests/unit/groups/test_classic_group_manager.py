@@ -83,7 +83,7 @@ def test_delay_initial_rebalance_by_group_initial_rebalance_delay_on_empty_group
     ctx = Context(classic_group_initial_rebalance_delay_ms=50)
     reply = ctx.join_new(rebalance_ms=5000)
     ctx.timer.advance(49)
-    assert not reply.done
+    assert not reply.done()
     ctx.timer.advance(1)
     assert reply.value.error_code == ErrorCode.NONE
     assert reply.value.generation_id == 1
@@ -95,7 +95,7 @@ def test_reset_rebalance_delay_when_new_member_joins_group_during_initial_rebala
     ctx.timer.advance(40)
     second = ctx.join_new(rebalance_ms=200)
     ctx.timer.advance(10)  # the first delay ends: extended because a member joined
-    assert not first.done and not second.done
+    assert not first.done() and not second.done()
     ctx.timer.advance(50)
     assert first.value.error_code == second.value.error_code == ErrorCode.NONE
     assert first.value.generation_id == 1 and ctx.group().num_members == 2
@@ -145,7 +145,7 @@ def test_join_group_as_existing_leader_triggers_rebalance_in_stable_state():
     leader, follower = ctx.stable_group(2)
     reply = ctx.join(leader)
     assert ctx.group().state is GroupState.PREPARING_REBALANCE
-    assert not reply.done
+    assert not reply.done()
     assert ctx.heartbeat(follower, 1) == ErrorCode.REBALANCE_IN_PROGRESS
 
 
@@ -219,7 +219,7 @@ def test_sync_group_follower_after_leader():
     ctx.timer.advance(0)
     leader = ctx.group().leader_id
     follower = next(m for m in ctx.group().members if m != leader)
-    assert first.value.leader == leader and second.done
+    assert first.value.leader == leader and second.done()
     assignments = {leader: b"L", follower: b"F"}
     assert ctx.sync(leader, 1, assignments).value.assignment == b"L"
     assert ctx.sync(follower, 1).value.assignment == b"F"
@@ -233,7 +233,7 @@ def test_sync_group_leader_after_follower():
     leader = ctx.group().leader_id
     follower = next(m for m in ctx.group().members if m != leader)
     parked = ctx.sync(follower, 1)
-    assert not parked.done
+    assert not parked.done()
     ctx.sync(leader, 1, {leader: b"L", follower: b"F"})
     assert parked.value.assignment == b"F"
     assert ctx.group().state is GroupState.STABLE
@@ -257,7 +257,7 @@ def test_sync_group_answers_once_the_assignment_is_written():
     leader = ctx.group().leader_id
     ctx.hold = True
     reply = ctx.sync(leader, 1, {leader: b"L"})
-    assert not reply.done and ctx.group().state is GroupState.COMPLETING_REBALANCE
+    assert not reply.done() and ctx.group().state is GroupState.COMPLETING_REBALANCE
     ctx.release()
     assert reply.value.assignment == b"L" and ctx.group().state is GroupState.STABLE
 
@@ -424,17 +424,17 @@ def test_join_group_completion_when_pending_member_times_out():
     leader, _follower = ctx.stable_group(2, session_ms=1000)
     pending = ctx.join(session_ms=1000).value.member_id
     reply = ctx.join(leader, session_ms=1000)
-    assert not reply.done
+    assert not reply.done()
     ctx.timer.advance(1000)
     assert not ctx.group().is_pending_member(pending)
-    assert reply.done
+    assert reply.done()
 
 
 def test_new_member_join_expiration():
     ctx = Context(classic_group_new_member_join_timeout_ms=2000)
     (leader,) = ctx.stable_group(1, rebalance_ms=10_000, session_ms=60_000)
     newcomer = ctx.join_new(rebalance_ms=10_000, session_ms=60_000)
-    assert not newcomer.done
+    assert not newcomer.done()
     ctx.timer.advance(2000)
     # the new member's JoinGroup ended (UNKNOWN_MEMBER_ID) before the rebalance did
     assert newcomer.value.error_code == ErrorCode.UNKNOWN_MEMBER_ID
@@ -512,11 +512,11 @@ def test_a_second_join_answers_the_parked_one_with_rebalance_in_progress():
     ctx = Context()
     first_id, second_id = ctx.stable_group(2)
     parked = ctx.join(first_id)  # a rebalance: parked until the other member rejoins
-    assert not parked.done
+    assert not parked.done()
     again = ctx.join(first_id)
     assert parked.value.error_code == ErrorCode.REBALANCE_IN_PROGRESS
     assert parked.value.member_id == first_id
-    assert not again.done and ctx.group().num_awaiting_join == 1
+    assert not again.done() and ctx.group().num_awaiting_join == 1
     ctx.join(second_id)
     assert again.value.error_code == ErrorCode.NONE and again.value.generation_id == 2
 
@@ -531,6 +531,6 @@ def test_a_second_sync_answers_the_parked_one_with_rebalance_in_progress():
     parked = ctx.sync(follower, 1)
     again = ctx.sync(follower, 1)
     assert parked.value.error_code == ErrorCode.REBALANCE_IN_PROGRESS
-    assert not again.done
+    assert not again.done()
     ctx.sync(leader, 1, {leader: b"L", follower: b"F"})
     assert again.value.assignment == b"F"

@@ -237,12 +237,12 @@ def test_consumer_group_heartbeat_with_preparing_rebalance_classic_group():
     # member 1 rejoins for a new rebalance: its JoinGroup is parked
     parked = classic_join(ctx, M1, sub)
     ctx.shard.classic.prepare_rebalance(group, "test")
-    assert group.state is GroupState.PREPARING_REBALANCE or parked.done
+    assert group.state is GroupState.PREPARING_REBALANCE or parked.done()
     assignor.prepare({M1: a((foo, 0)), M2: a((foo, 1))})
     resp, _ = ctx.consumer_heartbeat(member_id=M2, member_epoch=0, rebalance_timeout_ms=5000,
                                      subscribed_topic_names=["foo"], topic_partitions=[])  # fmt: skip
     assert resp.error_code == 0 and GROUP in ctx.consumer.groups
-    if parked.done and parked.value.error_code != 0:
+    if parked.done() and parked.value.error_code != 0:
         assert ErrorCode(parked.value.error_code) is ErrorCode.REBALANCE_IN_PROGRESS
 
 
@@ -317,7 +317,7 @@ def test_joining_consumer_group_with_new_dynamic_member():
                       new_id: a((foo, 4, 5))})  # fmt: skip
     before = len(ctx.written)
     reply = classic_join(ctx, new_id, sub)
-    assert reply.done and reply.value.error_code == 0
+    assert reply.done() and reply.value.error_code == 0
     resp = reply.value
     assert (resp.member_id, resp.generation_id, resp.protocol_type, resp.protocol_name,
             resp.leader, resp.members) == (new_id, 11, "consumer", "range", "", [])  # fmt: skip
@@ -542,7 +542,7 @@ def test_last_consumer_protocol_member_leaving_consumer_group():
     assert not ctx.timer.is_scheduled(session_timeout_key(GROUP, M1))
     # the classic member rejoins: the classic group's next generation
     reply = classic_join(ctx, M1, sub)
-    assert reply.done and reply.value.error_code == 0 and reply.value.generation_id == 11
+    assert reply.done() and reply.value.error_code == 0 and reply.value.generation_id == 11
     assert reply.value.leader == M1
 
 
@@ -608,7 +608,7 @@ def test_last_static_consumer_protocol_member_replaced_by_classic_protocol_membe
     build_group(ctx, GROUP, 10, [m1, m2],
                 {M1: a((foo, 0, 1, 2), (bar, 0, 1)), M2: a((foo, 3, 4, 5), (bar, 2))}, 10)  # fmt: skip
     reply = classic_join(ctx, "", sub, instance_id="instance-2")
-    assert reply.done and reply.value.error_code == 0
+    assert reply.done() and reply.value.error_code == 0
     new_id = reply.value.member_id
     assert GROUP not in ctx.consumer.groups
     classic = ctx.groups[GROUP]

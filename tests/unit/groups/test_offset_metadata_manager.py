@@ -128,7 +128,7 @@ def test_offset_commit_is_visible_once_written():
     ctx = Context()
     ctx.hold = True
     reply = ctx.commit({("foo", 0): 5})
-    assert not reply.done and _fetch(ctx, ("foo", 0)) == {("foo", 0): -1}
+    assert not reply.done() and _fetch(ctx, ("foo", 0)) == {("foo", 0): -1}
     ctx.release()
     assert _codes(reply) == [ErrorCode.NONE] and _fetch(ctx, ("foo", 0)) == {("foo", 0): 5}
 

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import pytest
 
+from broker.delayed import DelayedReply
 from broker.errors import ErrorCode
-from broker.handlers.delayed import DelayedReply
 from broker.protocol.messages import (
     ApiVersionsRequest,
     FetchRequest,

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from broker.handlers.delayed import DelayedReply
+from broker.delayed import DelayedReply
 from broker.server import connection as connection_module
 from broker.server.budget import ReceiveBudget
 from broker.server.connection import Connection, ConnectionLimits
@@ -32,7 +32,7 @@ class EchoHandler:
         data = bytes(frame_view)
         self.seen.append(data)
         if data.startswith(b"S"):
-            return self._slow(data)
+            return DelayedReply.of_awaitable(self._slow(data))
         if data.startswith(b"D"):
             reply = DelayedReply()
             self.delayed.append((data, reply))
@@ -507,7 +507,11 @@ def test_large_pipelined_frames_reuse_released_buffers(answer):
         class Later(EchoHandler):
             def handle_frame(self, frame_view, conn):
                 buffers.append(frame_view.obj)
-                return [frame(b"ok")] if answer == "at once" else self._later()
+                return (
+                    [frame(b"ok")]
+                    if answer == "at once"
+                    else DelayedReply.of_awaitable(self._later())
+                )
 
             async def _later(self):
                 await asyncio.sleep(0.002)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import struct
 
+from broker.delayed import DelayedReply
 from broker.server.budget import ReceiveBudget
 from broker.server.connection import Connection, ConnectionLimits
 from tests.aio import run
@@ -67,7 +68,7 @@ class Answers(EchoHandler):
         data = bytes(frame_view)
         self.seen.append(data)
         if data.startswith(b"S"):
-            return self._later()
+            return DelayedReply.of_awaitable(self._later())
         return [frame(b"a" * (self.answer - 4))]
 
     async def _later(self):
@@ -151,7 +152,7 @@ def test_the_sweep_notices_a_write_buffer_drained_below_the_high_water_mark() ->
                 data = bytes(frame_view)
                 if data[:2] in self.events:
                     self.seen.append(data)
-                    return self._until(self.events[data[:2]])
+                    return DelayedReply.of_awaitable(self._until(self.events[data[:2]]))
                 return super().handle_frame(frame_view, conn)
 
             async def _until(self, event):

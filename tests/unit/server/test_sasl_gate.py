@@ -13,7 +13,7 @@ import functools
 import inspect
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -134,11 +134,11 @@ class Gate:
         return self.broker.send(request, version)
 
     def call(self, request: Any, version: int) -> Any:
-        """The decoded answer, awaiting a delayed one; None when none comes."""
-        outcome = self.send(request, version)
+        """The decoded answer, awaiting a delayed one; None when none comes
+        (handled in a running loop, as the server does: a later answer's
+        work starts there)."""
+        outcome = run(_await(lambda: self.send(request, version)))
         correlation = self.broker.correlation
-        if inspect.isawaitable(outcome):
-            outcome = run(_await(outcome))
         if outcome is None:
             return None
         from tests.unit.handlers.conftest import _api_key_of
@@ -155,8 +155,12 @@ class Gate:
         self.broker.close()
 
 
-async def _await(awaitable: Any) -> Any:
-    return await awaitable
+async def _await(dispatch: Callable[[], Any]) -> Any:
+    """``dispatch()`` in a running loop; its outcome, awaited when it is later."""
+    outcome = dispatch()
+    if inspect.isawaitable(outcome):
+        return await outcome
+    return outcome
 
 
 @pytest.fixture
@@ -265,11 +269,15 @@ def test_a_refused_token_answers_after_the_delay_without_naming_the_cause(
     gate: Gate, recorder: Recorder, delays: Delays, user: str, password: str
 ) -> None:
     gate.handshake("PLAIN")
-    outcome = gate.send(SaslAuthenticateRequest(auth_bytes=plain_token(user, password)), 2)
-    assert inspect.isawaitable(outcome)  # the answer waits for the delay ...
-    assert gate.conn.closed  # ... and nothing behind it is dispatched
-    assert delays.seen == []
-    segments = run(_await(outcome))
+
+    async def scenario() -> Any:
+        outcome = gate.send(SaslAuthenticateRequest(auth_bytes=plain_token(user, password)), 2)
+        assert inspect.isawaitable(outcome)  # the answer waits for the delay ...
+        assert gate.conn.closed  # ... and nothing behind it is dispatched
+        assert delays.seen == []
+        return await outcome
+
+    segments = run(scenario())
     assert delays.seen == [0.1]
     response = gate.broker.decode(36, 2, segments, gate.broker.correlation)
     assert response.error_code == FAILED
@@ -315,11 +323,15 @@ def test_v0_handshake_takes_raw_size_prefixed_tokens(gate: Gate, recorder: Recor
     bad = Gate(gate.broker.log_manager.log_dirs[0].parent / "v0", gate.session.listener)
     try:
         bad.handshake("PLAIN", version=0)
-        outcome = bad.broker.dispatcher.handle_frame(
-            memoryview(bytearray(plain_token("bob", "nope"))),
-            bad.conn,  # type: ignore[arg-type]
+        outcome = run(
+            _await(
+                lambda: bad.broker.dispatcher.handle_frame(
+                    memoryview(bytearray(plain_token("bob", "nope"))),
+                    bad.conn,  # type: ignore[arg-type]
+                )
+            )
         )
-        assert run(_await(outcome)) is None and bad.conn.closed  # v0: closed, no answer
+        assert outcome is None and bad.conn.closed  # v0: closed, no answer
     finally:
         bad.close()
 

@@ -60,7 +60,7 @@ from broker.coordinator.group.consumer_protocol import (
 )
 from broker.coordinator.group.errors import GroupError, unknown_member
 from broker.coordinator.group.records import Record
-from broker.coordinator.group.reply import Reply
+from broker.delayed import DelayedReply
 from broker.errors import ErrorCode, KafkaError
 from broker.protocol.messages import (
     ConsumerGroupHeartbeatRequest,
@@ -83,14 +83,20 @@ class ClassicMembersManager(ConsumerGroupManager):
 
     # ---- JoinGroup -----------------------------------------------------------------------------
 
-    def classic_join(self, caller: Caller, request: JoinGroupRequest) -> Reply[JoinGroupResponse]:
+    def classic_join(
+        self, caller: Caller, request: JoinGroupRequest
+    ) -> DelayedReply[JoinGroupResponse]:
         """``classicGroupJoinToConsumerGroup`` (a non-empty consumer group)."""
         try:
             return self._classic_join(caller, request)
         except KafkaError as exc:
-            return Reply.of(JoinGroupResponse(member_id=request.member_id, error_code=exc.code))
+            return DelayedReply.of(
+                JoinGroupResponse(member_id=request.member_id, error_code=exc.code)
+            )
 
-    def _classic_join(self, caller: Caller, request: JoinGroupRequest) -> Reply[JoinGroupResponse]:
+    def _classic_join(
+        self, caller: Caller, request: JoinGroupRequest
+    ) -> DelayedReply[JoinGroupResponse]:
         group_id = request.group_id
         group = self.group(group_id)
         instance_id = request.group_instance_id
@@ -112,7 +118,7 @@ class ClassicMembersManager(ConsumerGroupManager):
             log.info("[GroupId %s] Dynamic member with unknown member id joins the consumer "
                      "group. Created a new member id %s and requesting the member to rejoin "
                      "with this id.", group_id, member_id)  # fmt: skip
-            return Reply.of(
+            return DelayedReply.of(
                 JoinGroupResponse(member_id=member_id, error_code=ErrorCode.MEMBER_ID_REQUIRED)
             )
         records: list[Record] = []
@@ -175,17 +181,17 @@ class ClassicMembersManager(ConsumerGroupManager):
         joined_id = updated.member_id
         rebalance_timeout = updated.rebalance_timeout_ms
 
-        def joined(value: JoinGroupResponse) -> None:
+        def joined(value: JoinGroupResponse) -> JoinGroupResponse:
             if value.error_code != ErrorCode.NONE:
-                return
+                return value
             self.timer.cancel(join_timeout_key(group_id, joined_id))
             if not downgrade:
                 # still a consumer group: the session, and a SyncGroup due in time
                 self.schedule_session_timeout(group_id, joined_id, session_timeout_ms)
                 self.schedule_sync_timeout(group_id, joined_id, rebalance_timeout)
+            return value
 
-        reply.then(joined)
-        return reply
+        return reply.then(joined)
 
     def _owned(
         self, subscription: Subscription
@@ -201,7 +207,7 @@ class ClassicMembersManager(ConsumerGroupManager):
 
     # ---- SyncGroup -----------------------------------------------------------------------------
 
-    def classic_sync(self, request: SyncGroupRequest) -> Reply[SyncGroupResponse]:
+    def classic_sync(self, request: SyncGroupRequest) -> DelayedReply[SyncGroupResponse]:
         """``classicGroupSyncToConsumerGroup``."""
         try:
             group = self.group(request.group_id)
@@ -212,14 +218,14 @@ class ClassicMembersManager(ConsumerGroupManager):
             self._throw_if_rebalance_in_progress(group, member)
             assignment = self._prepare_assignment(member)
         except KafkaError as exc:
-            return Reply.of(SyncGroupResponse(error_code=exc.code))
+            return DelayedReply.of(SyncGroupResponse(error_code=exc.code))
         group_id, member_id = group.group_id, member.member_id
         self.timer.cancel(sync_timeout_key(group_id, member_id))
         assert member.classic_member_metadata is not None
         self.schedule_session_timeout(
             group_id, member_id, member.classic_member_metadata.session_timeout_ms
         )
-        return Reply.of(
+        return DelayedReply.of(
             SyncGroupResponse(
                 protocol_type=request.protocol_type,
                 protocol_name=request.protocol_name,
@@ -293,13 +299,13 @@ class ClassicMembersManager(ConsumerGroupManager):
 
     # ---- LeaveGroup ----------------------------------------------------------------------------
 
-    def classic_leave(self, request: LeaveGroupRequest) -> Reply[LeaveGroupResponse]:
+    def classic_leave(self, request: LeaveGroupRequest) -> DelayedReply[LeaveGroupResponse]:
         """``classicGroupLeaveToConsumerGroup``: answered once the members' tombstones are
         durable (a failed write restores them and answers its error, as Kafka's
         ``handleOperationException``)."""
         group = self.groups.get(request.group_id)
         if group is None:
-            return Reply.of(LeaveGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID))
+            return DelayedReply.of(LeaveGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID))
         group_id = group.group_id
         responses = []
         records: list[Record] = []

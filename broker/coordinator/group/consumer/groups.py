@@ -93,8 +93,8 @@ from broker.coordinator.group.errors import (
 from broker.coordinator.group.member import ClassicGroupMember
 from broker.coordinator.group.rebalance import RebalanceOps, Writer
 from broker.coordinator.group.records import Record, group_metadata_record, group_tombstone
-from broker.coordinator.group.reply import Reply
 from broker.coordinator.group.timer import CoordinatorTimer
+from broker.delayed import DelayedReply
 from broker.errors import ErrorCode
 from broker.group_records.messages import CoordinatorRecord, decode_record
 from broker.partition.internal_topics import is_internal_topic
@@ -273,14 +273,14 @@ class ConsumerGroups:
         *,
         apply: Callable[[], None] | None = None,
         on_revert: Callable[[], None] | None = None,
-    ) -> Reply[T]:
+    ) -> DelayedReply[T]:
         """Apply ``records`` now (or run ``apply`` instead: a downgrade installs its classic
         group itself, as Kafka does without replaying), write them, answer ``response``
         once durable (else ``on_error(code)`` with Kafka's mapping of the write error, after
         restoring the group and running ``on_revert``)."""
-        reply: Reply[T] = Reply()
+        reply: DelayedReply[T] = DelayedReply()
         if not records:
-            reply.complete(response)
+            reply.resolve(response)
             return reply
         existing = self.groups.get(group_id)
         snapshot = None if existing is None else existing.copy()
@@ -295,7 +295,7 @@ class ConsumerGroups:
 
         def written(code: ErrorCode) -> None:
             if code is ErrorCode.NONE:
-                reply.complete(response)
+                reply.resolve(response)
                 return
             error = append_error_to_response_error(code)
             log.warning("[GroupId %s] Failed to write %d records: %s", group_id, len(records),
@@ -308,7 +308,7 @@ class ConsumerGroups:
                     self.groups[group_id] = snapshot
             if on_revert is not None:
                 on_revert()
-            reply.complete(on_error(error))
+            reply.resolve(on_error(error))
 
         self.write(records, written)
         return reply
@@ -528,7 +528,7 @@ class ConsumerGroups:
 
     def fence_member(
         self, group: ConsumerGroup, member: ConsumerGroupMember, response: T
-    ) -> Reply[T]:
+    ) -> DelayedReply[T]:
         """``consumerGroupFenceMember``: the group goes back to classic when the member is
         its last consumer protocol member and the policy allows it; else the member's
         tombstones, the subscription metadata without it, and the group epoch bumped."""
@@ -785,7 +785,7 @@ class ConsumerGroups:
         on_error: Callable[[ErrorCode], T],
         *,
         rebalance: bool = True,
-    ) -> Reply[T]:
+    ) -> DelayedReply[T]:
         """Write a downgrade: the classic group replaces the consumer group at once (its
         members' sessions running, a rebalance prepared unless a static member replaced
         another); a failed write brings the consumer group back."""

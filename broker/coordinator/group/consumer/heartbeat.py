@@ -66,7 +66,7 @@ from broker.coordinator.group.consumer.records import (
 from broker.coordinator.group.consumer.target_assignment import build_target_assignment
 from broker.coordinator.group.errors import GroupError, group_id_not_found, unknown_member
 from broker.coordinator.group.records import Record, group_tombstone
-from broker.coordinator.group.reply import Reply
+from broker.delayed import DelayedReply
 from broker.errors import ErrorCode, KafkaError
 from broker.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 
@@ -137,7 +137,7 @@ class ConsumerGroupManager(ConsumerGroups):
         client_host: str,
         request: ConsumerGroupHeartbeatRequest,
         authorized_topics: TopicFilter | None = None,
-    ) -> Reply[ConsumerGroupHeartbeatResponse]:
+    ) -> DelayedReply[ConsumerGroupHeartbeatResponse]:
         """A validated ConsumerGroupHeartbeat (``GroupCoordinatorService`` checked it);
         ``authorized_topics`` filters what a regex resolves to by the caller's ACLs (None:
         no authorizer)."""
@@ -146,7 +146,7 @@ class ConsumerGroupManager(ConsumerGroups):
                 return self._leave(request)
             return self._heartbeat(client_id, client_host, request, authorized_topics)
         except KafkaError as exc:
-            return Reply.of(error_response(exc.code, str(exc) or None))
+            return DelayedReply.of(error_response(exc.code, str(exc) or None))
 
     # ---- a regular heartbeat -----------------------------------------------------------------
 
@@ -156,7 +156,7 @@ class ConsumerGroupManager(ConsumerGroups):
         client_host: str,
         request: ConsumerGroupHeartbeatRequest,
         authorized_topics: TopicFilter | None,
-    ) -> Reply[ConsumerGroupHeartbeatResponse]:
+    ) -> DelayedReply[ConsumerGroupHeartbeatResponse]:
         records: list[Record] = []
         group_id = request.group_id
         member_epoch = request.member_epoch
@@ -240,7 +240,7 @@ class ConsumerGroupManager(ConsumerGroups):
         reply = self.write_then(group_id, records, response, error_response, on_revert=on_revert)
         # soft state, on the group as the records made it (a new group exists only now)
         registered = self.groups.get(group_id)
-        if registered is not None and (not reply.done or reply.value.error_code == 0):
+        if registered is not None and (not reply.done() or reply.value.error_code == 0):
             if registered is not group:  # a new group: its records made another object
                 registered.set_regex_topics(group.regex_topics)
             if refreshed:
@@ -489,7 +489,7 @@ class ConsumerGroupManager(ConsumerGroups):
 
     def _leave(
         self, request: ConsumerGroupHeartbeatRequest
-    ) -> Reply[ConsumerGroupHeartbeatResponse]:
+    ) -> DelayedReply[ConsumerGroupHeartbeatResponse]:
         """``consumerGroupLeave``."""
         group_id, member_id, epoch = request.group_id, request.member_id, request.member_epoch
         group = self.groups.get(group_id)
