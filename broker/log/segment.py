@@ -124,11 +124,12 @@ class LogSegment:
         "roll_jitter_ms",
     )
 
-    def __init__(  # noqa: PLR0917
+    def __init__(
         self,
         log: FileRecords,
         offset_index: LazyIndex[OffsetIndex],
         time_index: LazyIndex[TimeIndex],
+        *,
         base_offset: int,
         index_interval_bytes: int,
         roll_jitter_ms: int,
@@ -226,11 +227,12 @@ class LogSegment:
         return active, True
 
     @classmethod
-    def open(  # noqa: PLR0917
+    def open(
         cls,
         directory: Path,
         base_offset: int,
         config: TopicConfig,
+        *,
         time_ms: TimeMs = wall_clock_ms,
         file_already_exists: bool = False,
         init_file_size: int = 0,
@@ -258,11 +260,11 @@ class LogSegment:
                 max_index_size,
                 TimeIndex,
             ),
-            base_offset,
-            config.index_interval_bytes,
-            random_segment_jitter(config, rng),
-            time_ms,
-            files.txn_index_file(directory, base_offset, file_suffix),
+            base_offset=base_offset,
+            index_interval_bytes=config.index_interval_bytes,
+            roll_jitter_ms=random_segment_jitter(config, rng),
+            time_ms=time_ms,
+            txn_index_path=files.txn_index_file(directory, base_offset, file_suffix),
         )
 
     # ---- accessors ------------------------------------------------------------------

@@ -285,7 +285,13 @@ def _preallocated_config() -> TopicConfig:
 
 def test_create_with_init_file_size_append_message(tmp_path: Path) -> None:
     seg = LogSegment.open(
-        tmp_path, 40, _preallocated_config(), MockTime(), False, 512 * 1024 * 1024, True
+        tmp_path,
+        40,
+        _preallocated_config(),
+        time_ms=MockTime(),
+        file_already_exists=False,
+        init_file_size=512 * 1024 * 1024,
+        preallocate=True,
     )
     seg.append(51, NO_TIMESTAMP, -1, v1_records(50, "hello", "there"))
     ms2 = v1_records(60, "alpha", "beta")
@@ -299,7 +305,7 @@ def test_create_with_init_file_size_append_message(tmp_path: Path) -> None:
 def test_create_with_init_file_size_clear_shutdown(tmp_path: Path) -> None:
     config = _preallocated_config()
     seg = LogSegment.open(
-        tmp_path, 40, config, MockTime(), init_file_size=512 * 1024 * 1024, preallocate=True
+        tmp_path, 40, config, time_ms=MockTime(), init_file_size=512 * 1024 * 1024, preallocate=True
     )
     seg.append(51, NO_TIMESTAMP, -1, v1_records(50, "hello", "there"))
     ms2 = v1_records(60, "alpha", "beta")
@@ -311,7 +317,15 @@ def test_create_with_init_file_size_clear_shutdown(tmp_path: Path) -> None:
     assert file_size(seg.log.path) == 512 * 1024 * 1024
     seg.close()
     assert file_size(seg.log.path) == old_size
-    reopened = LogSegment.open(tmp_path, 40, config, MockTime(), True, 512 * 1024 * 1024, True)
+    reopened = LogSegment.open(
+        tmp_path,
+        40,
+        config,
+        time_ms=MockTime(),
+        file_already_exists=True,
+        init_file_size=512 * 1024 * 1024,
+        preallocate=True,
+    )
     read_again = reopened.read(55, 200)
     assert read_again is not None and read_again.records is not None
     assert read_again.records.read() == ms2
