@@ -322,8 +322,9 @@ class LogSegment:
 
     # ---- rolling -----------------------------------------------------------------------
 
-    def should_roll(  # noqa: PLR0917
+    def should_roll(
         self,
+        *,
         max_segment_ms: int,
         max_segment_bytes: int,
         max_timestamp_in_messages: int,
@@ -335,12 +336,12 @@ class LogSegment:
         owner, borrowed = self._owner()
         try:
             return owner.should_roll(
-                max_segment_ms,
-                max_segment_bytes,
-                max_timestamp_in_messages,
-                max_offset_in_messages,
-                messages_size,
-                lambda: now,
+                max_segment_ms=max_segment_ms,
+                max_segment_bytes=max_segment_bytes,
+                max_timestamp_in_messages=max_timestamp_in_messages,
+                max_offset_in_messages=max_offset_in_messages,
+                messages_size=messages_size,
+                time_ms=lambda: now,
             )
         finally:
             if borrowed:

@@ -331,7 +331,12 @@ class UnifiedLog:
             )
         appender = self._appender
         if appender.should_roll(
-            appender.max_segment_ms, config.segment_bytes, max_ts, last_offset, size, self._time_ms
+            max_segment_ms=appender.max_segment_ms,
+            max_segment_bytes=config.segment_bytes,
+            max_timestamp_in_messages=max_ts,
+            max_offset_in_messages=last_offset,
+            messages_size=size,
+            time_ms=self._time_ms,
         ):
             # UnifiedLog.maybeRoll: the first offset when the batch header has it (v2),
             # else last offset - Int.MAX (a lower bound for v0/v1 wrappers); the roll

@@ -122,6 +122,18 @@ def test_truncate(tmp_path: Path) -> None:
         offset += 1
 
 
+def _should_roll(segment: LogSegment, max_segment_ms: int, last_offset: int, now: int) -> bool:
+    """``shouldRoll`` for a 1 KB append, no timestamp, no size limit (LogSegmentTest's call)."""
+    return segment.should_roll(
+        max_segment_ms=max_segment_ms,
+        max_segment_bytes=INT_MAX,
+        max_timestamp_in_messages=NO_TIMESTAMP,
+        max_offset_in_messages=last_offset,
+        messages_size=1024,
+        now=now,
+    )
+
+
 def test_truncate_empty_segment(tmp_path: Path) -> None:
     max_segment_ms = 300000
     time = MockTime()
@@ -137,11 +149,11 @@ def test_truncate_empty_segment(tmp_path: Path) -> None:
     assert reopened.time_waited_for_roll(time(), NO_TIMESTAMP) == 0
     assert not reopened.time_index.is_full()
     assert not reopened.offset_index.is_full()
-    assert not reopened.should_roll(max_segment_ms, INT_MAX, NO_TIMESTAMP, 100, 1024, time())
+    assert not _should_roll(reopened, max_segment_ms, 100, time())
     time.sleep(max_segment_ms + 1)
     assert reopened.time_waited_for_roll(time(), NO_TIMESTAMP) == max_segment_ms + 1
-    assert not reopened.should_roll(max_segment_ms, INT_MAX, NO_TIMESTAMP, 100, 1024, time())
-    assert reopened.should_roll(max_segment_ms, INT_MAX, NO_TIMESTAMP, INT_MAX + 200, 1024, time())
+    assert not _should_roll(reopened, max_segment_ms, 100, time())
+    assert _should_roll(reopened, max_segment_ms, INT_MAX + 200, time())
     reopened.close()
 
 
