@@ -161,7 +161,9 @@ def floor_round(segment: Path, out_dir: Path) -> float:
             pos = 0
             while pos < size:
                 n = os.preadv(fd, [view], pos)
-                end, _status, _read = clean_loops.map_chunk(walker, buf, 0, n, 2**62, 0)
+                end, _status, _read = clean_loops.map_chunk(
+                    walker, buf, 0, n, start_offset=2**62, max_entries=0
+                )
                 if write:
                     os.write(wfd, view[:end])
                 pos += end

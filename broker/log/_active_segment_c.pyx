@@ -276,6 +276,7 @@ cdef class ActiveSegment:
 
     def should_roll(
         self,
+        *,
         int64_t max_segment_ms,
         int64_t max_segment_bytes,
         int64_t max_timestamp_in_messages,

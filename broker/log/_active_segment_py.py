@@ -282,8 +282,9 @@ class ActiveSegment:
 
     # ---- the rules ---------------------------------------------------------------------------
 
-    def should_roll(  # noqa: PLR0917
+    def should_roll(
         self,
+        *,
         max_segment_ms: int,
         max_segment_bytes: int,
         max_timestamp_in_messages: int,
@@ -439,7 +440,12 @@ class ActiveSegment:
             return None
         last = base + last_delta
         if self.should_roll(
-            self.max_segment_ms, self.segment_bytes, max_ts, last, size, self.time_ms
+            max_segment_ms=self.max_segment_ms,
+            max_segment_bytes=self.segment_bytes,
+            max_timestamp_in_messages=max_ts,
+            max_offset_in_messages=last,
+            messages_size=size,
+            time_ms=self.time_ms,
         ):
             return None
         if epoch >= 0:  # UnifiedLog.maybeAssignEpochStartOffset

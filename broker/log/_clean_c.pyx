@@ -1158,7 +1158,7 @@ cdef int _map_records(OffsetMap m, const uint8_t* b, Py_ssize_t pos, Py_ssize_t 
     return -1 if e.code else 0
 
 
-def map_records(OffsetMap offset_map, buf, Py_ssize_t pos, Py_ssize_t end, int64_t count,
+def map_records(OffsetMap offset_map, buf, Py_ssize_t pos, Py_ssize_t end, *, int64_t count,
                 int64_t base_offset, int64_t start_offset, int64_t max_entries):
     cdef const uint8_t[::1] view = _bytes_view(buf)
     if end > view.shape[0] or pos < 0 or pos > end:
@@ -1238,7 +1238,7 @@ cdef int _legacy_key_value(const uint8_t* b, Py_ssize_t pos, Py_ssize_t total, i
     return 0
 
 
-def map_chunk(OffsetMap offset_map, buf, Py_ssize_t start, Py_ssize_t end,
+def map_chunk(OffsetMap offset_map, buf, Py_ssize_t start, Py_ssize_t end, *,
               int64_t start_offset, int64_t max_entries):
     cdef const uint8_t[::1] view = _bytes_view(buf)
     if end > view.shape[0] or start < 0 or start > end:
@@ -1329,8 +1329,8 @@ cdef inline int _keep(OffsetMap m, const uint8_t* key, int64_t key_len, bint has
     return 1 if not redundant and (has_value or retain_deletes) else 0
 
 
-def keep_record(OffsetMap offset_map, key, bint has_value, int64_t offset, int64_t latest_offset,
-                bint retain_deletes):
+def keep_record(OffsetMap offset_map, key, *, bint has_value, int64_t offset,
+                int64_t latest_offset, bint retain_deletes):
     cdef const uint8_t[::1] k
     if key is None:
         return _keep(offset_map, &_EMPTY[0], -1, has_value, offset, latest_offset, retain_deletes)
@@ -1498,7 +1498,7 @@ cdef int _filter_records(OffsetMap m, const uint8_t* b, Py_ssize_t pos, Py_ssize
     return 0
 
 
-def filter_records(OffsetMap offset_map, buf, Py_ssize_t pos, Py_ssize_t end, int64_t count,
+def filter_records(OffsetMap offset_map, buf, Py_ssize_t pos, Py_ssize_t end, *, int64_t count,
                    int64_t base_offset, int64_t base_timestamp, int64_t log_append_time,
                    int64_t horizon, int64_t now, int64_t new_horizon, int64_t latest_offset,
                    out, Py_ssize_t out_pos):
@@ -1553,7 +1553,7 @@ cdef int _write_header(uint8_t* out, Py_ssize_t pos, Py_ssize_t size, const uint
     return 0
 
 
-def write_v2_header(out, Py_ssize_t pos, Py_ssize_t size, source, Py_ssize_t source_pos,
+def write_v2_header(out, Py_ssize_t pos, Py_ssize_t size, *, source, Py_ssize_t source_pos,
                     int64_t attributes, int64_t base_timestamp, int64_t max_timestamp,
                     int64_t count):
     cdef uint8_t[::1] o = out
@@ -1591,7 +1591,7 @@ def write_empty_batch(out, Py_ssize_t o, source, Py_ssize_t source_pos):
 
 
 def filter_chunk(OffsetMap offset_map, ActiveProducers producers, buf, Py_ssize_t start,
-                 Py_ssize_t end, out, Py_ssize_t out_pos, int64_t latest_offset, int64_t now,
+                 Py_ssize_t end, *, out, Py_ssize_t out_pos, int64_t latest_offset, int64_t now,
                  int64_t new_horizon, bint retain_legacy_deletes):
     cdef const uint8_t[::1] view = _bytes_view(buf)
     cdef uint8_t[::1] ov = out

@@ -512,11 +512,12 @@ def _key(buf: Any, r: _Rec) -> bytes:
 # ---- building the map -------------------------------------------------------------------
 
 
-def map_records(  # noqa: PLR0917
+def map_records(
     offset_map: OffsetMap,
     buf: Any,
     pos: int,
     end: int,
+    *,
     count: int,
     base_offset: int,
     start_offset: int,
@@ -584,11 +585,12 @@ def _entry(view: Any, pos: int, end: int) -> tuple[int, int, int] | None:
     return offset, total, magic
 
 
-def map_chunk(  # noqa: PLR0917
+def map_chunk(
     offset_map: OffsetMap,
     buf: Any,
     start: int,
     end: int,
+    *,
     start_offset: int,
     max_entries: int,
 ) -> tuple[int, int, int]:
@@ -618,10 +620,10 @@ def map_chunk(  # noqa: PLR0917
                     view,
                     pos + RECORDS_OFFSET,
                     pos + total,
-                    count,
-                    h[_BASE_OFFSET],
-                    start_offset,
-                    max_entries,
+                    count=count,
+                    base_offset=h[_BASE_OFFSET],
+                    start_offset=start_offset,
+                    max_entries=max_entries,
                 )
                 read += n
                 if full:
@@ -645,9 +647,10 @@ def map_chunk(  # noqa: PLR0917
 # ---- filtering --------------------------------------------------------------------------
 
 
-def keep_record(  # noqa: PLR0917
+def keep_record(
     offset_map: OffsetMap,
     key: Any,
+    *,
     has_value: bool,
     offset: int,
     latest_offset: int,
@@ -666,11 +669,12 @@ def keep_record(  # noqa: PLR0917
     return 1 if not redundant and (has_value or retain_deletes) else 0
 
 
-def filter_records(  # noqa: PLR0917
+def filter_records(
     offset_map: OffsetMap,
     buf: Any,
     pos: int,
     end: int,
+    *,
     count: int,
     base_offset: int,
     base_timestamp: int,
@@ -714,7 +718,12 @@ def filter_records(  # noqa: PLR0917
         timestamp = log_append_time if log_append_time >= 0 else base_timestamp + r.timestamp_delta
         key = view[r.key : r.key + r.key_len] if r.key_len >= 0 else None
         verdict = keep_record(
-            offset_map, key, r.value_len >= 0, offset, latest_offset, retain_deletes
+            offset_map,
+            key,
+            has_value=r.value_len >= 0,
+            offset=offset,
+            latest_offset=latest_offset,
+            retain_deletes=retain_deletes,
         )
         if verdict > 0:
             kept.append((r, timestamp))
@@ -783,10 +792,11 @@ def _write_record(view: Any, r: _Rec, timestamp_delta: int, out: Any, o: int) ->
     return o
 
 
-def write_v2_header(  # noqa: PLR0917
+def write_v2_header(
     out: Any,
     pos: int,
     size: int,
+    *,
     source: Any,
     source_pos: int,
     attributes: int,
@@ -827,12 +837,13 @@ def rebuilt_attributes(source_attributes: int, codec: int, has_horizon: bool) ->
     return (codec & 0x07) | (source_attributes & 0x38) | (0x40 if has_horizon else 0)
 
 
-def filter_chunk(  # noqa: PLR0917
+def filter_chunk(
     offset_map: OffsetMap,
     producers: ActiveProducers,
     buf: Any,
     start: int,
     end: int,
+    *,
     out: Any,
     out_pos: int,
     latest_offset: int,
@@ -887,16 +898,16 @@ def filter_chunk(  # noqa: PLR0917
                 view,
                 pos + RECORDS_OFFSET,
                 pos + total,
-                count,
-                h[_BASE_OFFSET],
-                h[_BASE_TIMESTAMP],
-                lat,
-                horizon,
-                now,
-                new_horizon,
-                latest_offset,
-                out,
-                o + RECORDS_OFFSET,
+                count=count,
+                base_offset=h[_BASE_OFFSET],
+                base_timestamp=h[_BASE_TIMESTAMP],
+                log_append_time=lat,
+                horizon=horizon,
+                now=now,
+                new_horizon=new_horizon,
+                latest_offset=latest_offset,
+                out=out,
+                out_pos=o + RECORDS_OFFSET,
             )
             read += count
             invalid += n_invalid
@@ -911,12 +922,12 @@ def filter_chunk(  # noqa: PLR0917
                     out,
                     o,
                     size,
-                    view,
-                    pos,
-                    rebuilt_attributes(attributes, 0, out_horizon >= 0),
-                    base_ts,
-                    max_ts,
-                    n_kept,
+                    source=view,
+                    source_pos=pos,
+                    attributes=rebuilt_attributes(attributes, 0, out_horizon >= 0),
+                    base_timestamp=base_ts,
+                    max_timestamp=max_ts,
+                    count=n_kept,
                 )
                 o = rec_end
                 kept += n_kept
@@ -939,10 +950,10 @@ def filter_chunk(  # noqa: PLR0917
             verdict = keep_record(
                 offset_map,
                 view[key : key + key_len] if key_len >= 0 else None,
-                value_len >= 0,
-                offset,
-                latest_offset,
-                retain_legacy_deletes,
+                has_value=value_len >= 0,
+                offset=offset,
+                latest_offset=latest_offset,
+                retain_deletes=retain_legacy_deletes,
             )
             read += 1
             bytes_read += total
@@ -963,11 +974,11 @@ def write_empty_batch(out: Any, o: int, source: Any, source_pos: int) -> int:
         out,
         o,
         RECORD_BATCH_OVERHEAD,
-        source,
-        source_pos,
-        h[_ATTRIBUTES] & 0x38,
-        -1,
-        h[_MAX_TIMESTAMP],
-        0,
+        source=source,
+        source_pos=source_pos,
+        attributes=h[_ATTRIBUTES] & 0x38,
+        base_timestamp=-1,
+        max_timestamp=h[_MAX_TIMESTAMP],
+        count=0,
     )
     return o + RECORD_BATCH_OVERHEAD

@@ -212,7 +212,7 @@ cdef inline void _put64(unsigned char* p, int at, uint64_t v) noexcept nogil:
     _put32(p, at + 4, <uint32_t>(v & 0xFFFFFFFFU))
 
 
-def scan_segment(buf, Py_ssize_t start, Py_ssize_t end, int64_t base_offset,
+def scan_segment(buf, Py_ssize_t start, Py_ssize_t end, *, int64_t base_offset,
                  int64_t index_interval_bytes, int64_t prev_last_offset, int64_t latest_epoch,
                  int64_t position_base=0, int64_t last_index_position=0,
                  int64_t max_timestamp=-1, offset_of_max_timestamp=None,

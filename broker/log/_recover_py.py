@@ -75,10 +75,11 @@ NO_TIMESTAMP = -1
 _MIN_LEGACY_ENTRY = (LOG_OVERHEAD + RECORD_OVERHEAD_V0, LOG_OVERHEAD + RECORD_OVERHEAD_V1)
 
 
-def scan_segment(  # noqa: PLR0917
+def scan_segment(
     buf: Any,
     start: int,
     end: int,
+    *,
     base_offset: int,
     index_interval_bytes: int,
     prev_last_offset: int,

@@ -16,19 +16,20 @@ The twins' names (what each does is documented in ``_clean_py.py``)::
     ActiveProducers({pid: (last data offset | -1, epoch)})
         .is_last_batch(pid, last_offset, is_control, epoch)
     md5(key) -> 16 bytes
-    map_chunk(map, buf, start, end, start_offset, max_entries)
+    map_chunk(map, buf, start, end, *, start_offset, max_entries)
         -> (pos, DONE | MAP_FULL | NEEDS_CODEC, records read)
-    map_records(map, buf, pos, end, count, base_offset, start_offset, max_entries)
+    map_records(map, buf, pos, end, *, count, base_offset, start_offset, max_entries)
         -> (full, records read)
-    filter_chunk(map, producers, buf, start, end, out, out_pos, latest_offset, now,
+    filter_chunk(map, producers, buf, start, end, *, out, out_pos, latest_offset, now,
                  new_horizon, retain_legacy_deletes)
         -> (pos, out_end, DONE | NEEDS_CODEC | OUT_FULL, read, kept, bytes read, invalid)
-    filter_records(map, buf, pos, end, count, base_offset, base_timestamp,
+    filter_records(map, buf, pos, end, *, count, base_offset, base_timestamp,
                    log_append_time, horizon, now, new_horizon, latest_offset, out, out_pos)
         -> (KEEP_ALL | KEEP_NONE | REBUILT, out_end, kept, invalid, base_timestamp,
             max_timestamp, horizon)
-    keep_record(map, key | None, has_value, offset, latest_offset, retain_deletes) -> 1 | 0 | -1
-    write_v2_header(out, pos, size, source, source_pos, attributes, base_timestamp,
+    keep_record(map, key | None, *, has_value, offset, latest_offset, retain_deletes)
+        -> 1 | 0 | -1
+    write_v2_header(out, pos, size, *, source, source_pos, attributes, base_timestamp,
                     max_timestamp, count)
     write_empty_batch(out, pos, source, source_pos) -> end
     rebuilt_attributes(source_attributes, codec, has_horizon) -> attributes

@@ -240,7 +240,7 @@ class Cleaner:
                 p = 0
                 while True:
                     p, status, read = clean_loops.map_chunk(
-                        offset_map, buf, p, n, start_offset, max_entries
+                        offset_map, buf, p, n, start_offset=start_offset, max_entries=max_entries
                     )
                     stats.map_messages_read += read
                     if status == clean_loops.MAP_FULL:
@@ -371,12 +371,12 @@ class Cleaner:
                         buf,
                         p,
                         n,
-                        self._write_buffer,
-                        out,
-                        latest,
-                        now,
-                        new_horizon,
-                        retain_legacy_deletes,
+                        out=self._write_buffer,
+                        out_pos=out,
+                        latest_offset=latest,
+                        now=now,
+                        new_horizon=new_horizon,
+                        retain_legacy_deletes=retain_legacy_deletes,
                     )
                     stats.messages_read += read
                     stats.messages_written += kept

@@ -73,10 +73,10 @@ def map_compressed(
             data,
             0,
             len(data),
-            h.records_count,
-            h.base_offset,
-            start_offset,
-            max_entries,
+            count=h.records_count,
+            base_offset=h.base_offset,
+            start_offset=start_offset,
+            max_entries=max_entries,
         )
         return full, read, h.last_offset
     read = 0
@@ -166,16 +166,16 @@ def _filter_v2(
         data,
         0,
         len(data),
-        h.records_count,
-        h.base_offset,
-        h.base_timestamp,
-        lat,
-        horizon,
-        now,
-        new_horizon,
-        latest_offset,
-        scratch,
-        0,
+        count=h.records_count,
+        base_offset=h.base_offset,
+        base_timestamp=h.base_timestamp,
+        log_append_time=lat,
+        horizon=horizon,
+        now=now,
+        new_horizon=new_horizon,
+        latest_offset=latest_offset,
+        out=scratch,
+        out_pos=0,
     )
     read = h.records_count
     if decision == clean_loops.KEEP_ALL:
@@ -187,7 +187,17 @@ def _filter_v2(
         attributes = clean_loops.rebuilt_attributes(
             h.attributes, h.compression_type, out_horizon >= 0
         )
-        clean_loops.write_v2_header(out, 0, len(out), view, pos, attributes, base_ts, max_ts, kept)
+        clean_loops.write_v2_header(
+            out,
+            0,
+            len(out),
+            source=view,
+            source_pos=pos,
+            attributes=attributes,
+            base_timestamp=base_ts,
+            max_timestamp=max_ts,
+            count=kept,
+        )
         return Filtered(out, read, kept, invalid)
     if h.has_producer_id and producers.is_last_batch(
         h.producer_id, h.last_offset, bool(h.attributes & CONTROL_FLAG_MASK), h.producer_epoch
@@ -217,10 +227,10 @@ def _filter_legacy(
         verdict = clean_loops.keep_record(
             offset_map,
             record.key,
-            record.value is not None,
-            record.offset,
-            latest_offset,
-            retain_deletes,
+            has_value=record.value is not None,
+            offset=record.offset,
+            latest_offset=latest_offset,
+            retain_deletes=retain_deletes,
         )
         if verdict > 0:
             kept.append(record)

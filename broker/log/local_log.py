@@ -93,11 +93,12 @@ class LocalLog:
         "topic_partition",
     )
 
-    def __init__(  # noqa: PLR0917
+    def __init__(
         self,
         directory: Path,
         config: TopicConfig,
         segments: LogSegments,
+        *,
         recovery_point: int,
         next_offset: int,
         time_ms: TimeMs,
@@ -262,7 +263,7 @@ class LocalLog:
                 self.directory,
                 new_offset,
                 config,
-                self._time_ms,
+                time_ms=self._time_ms,
                 init_file_size=config.segment_bytes if config.preallocate else 0,
                 preallocate=config.preallocate,
             )
@@ -350,7 +351,7 @@ class LocalLog:
                     self.directory,
                     new_offset,
                     config,
-                    self._time_ms,
+                    time_ms=self._time_ms,
                     init_file_size=config.segment_bytes if config.preallocate else 0,
                     preallocate=config.preallocate,
                 )

@@ -354,9 +354,10 @@ class ProducerStateManager:
             self._producers[producer_id] = entry
         return entry
 
-    def update_data_batch(  # noqa: PLR0917
+    def update_data_batch(
         self,
         producer_id: int,
+        *,
         producer_epoch: int,
         first_seq: int,
         last_seq: int,

@@ -95,13 +95,13 @@ def apply_producer_batch(
         return
     producer_state.update_data_batch(
         pid,
-        epoch,
-        base_seq,
-        increment_sequence(base_seq, last_delta),
-        base_offset,
-        base_offset + last_delta,
-        max_ts,
-        bool(attributes & TRANSACTIONAL_FLAG_MASK),
+        producer_epoch=epoch,
+        first_seq=base_seq,
+        last_seq=increment_sequence(base_seq, last_delta),
+        first_offset=base_offset,
+        last_offset=base_offset + last_delta,
+        max_timestamp=max_ts,
+        is_transactional=bool(attributes & TRANSACTIONAL_FLAG_MASK),
     )
 
 
@@ -226,15 +226,15 @@ def _scan_file(
             view,
             0,
             filled,
-            base,
-            interval,
-            last_offset,
-            latest_epoch,
-            buf_start,
-            last_index_pos,
-            max_ts,
-            offset_of_max_ts,
-            last_time_ts,
+            base_offset=base,
+            index_interval_bytes=interval,
+            prev_last_offset=last_offset,
+            latest_epoch=latest_epoch,
+            position_base=buf_start,
+            last_index_position=last_index_pos,
+            max_timestamp=max_ts,
+            offset_of_max_timestamp=offset_of_max_ts,
+            last_time_entry_timestamp=last_time_ts,
         )
         (
             valid_end,
@@ -422,7 +422,12 @@ def _remove_temp_files_and_swap(directory: Path, config: TopicConfig, time_ms: T
             continue
         base = files.offset_from_file_name(path.name)
         segment = LogSegment.open(
-            directory, base, config, time_ms, True, 0, False, files.SWAP_FILE_SUFFIX
+            directory,
+            base,
+            config,
+            time_ms=time_ms,
+            file_already_exists=True,
+            file_suffix=files.SWAP_FILE_SUFFIX,
         )
         try:
             next_offset = segment.read_next_offset()
@@ -507,7 +512,9 @@ def load_log(
             if base is None:
                 continue
             time_index_new = not files.time_index_file(directory, base).exists()
-            segment = LogSegment.open(directory, base, config, time_ms, True, 0, False)
+            segment = LogSegment.open(
+                directory, base, config, time_ms=time_ms, file_already_exists=True
+            )
             try:
                 segment.sanity_check(time_index_new)
             except (FileNotFoundError, CorruptIndexError) as exc:
@@ -575,7 +582,7 @@ def load_log(
                 directory,
                 log_start_offset_checkpoint,
                 config,
-                time_ms,
+                time_ms=time_ms,
                 init_file_size=config.segment_bytes if config.preallocate else 0,
                 preallocate=config.preallocate,
             )

@@ -124,11 +124,12 @@ class LogSegment:
         "roll_jitter_ms",
     )
 
-    def __init__(  # noqa: PLR0917
+    def __init__(
         self,
         log: FileRecords,
         offset_index: LazyIndex[OffsetIndex],
         time_index: LazyIndex[TimeIndex],
+        *,
         base_offset: int,
         index_interval_bytes: int,
         roll_jitter_ms: int,
@@ -226,11 +227,12 @@ class LogSegment:
         return active, True
 
     @classmethod
-    def open(  # noqa: PLR0917
+    def open(
         cls,
         directory: Path,
         base_offset: int,
         config: TopicConfig,
+        *,
         time_ms: TimeMs = wall_clock_ms,
         file_already_exists: bool = False,
         init_file_size: int = 0,
@@ -258,11 +260,11 @@ class LogSegment:
                 max_index_size,
                 TimeIndex,
             ),
-            base_offset,
-            config.index_interval_bytes,
-            random_segment_jitter(config, rng),
-            time_ms,
-            files.txn_index_file(directory, base_offset, file_suffix),
+            base_offset=base_offset,
+            index_interval_bytes=config.index_interval_bytes,
+            roll_jitter_ms=random_segment_jitter(config, rng),
+            time_ms=time_ms,
+            txn_index_path=files.txn_index_file(directory, base_offset, file_suffix),
         )
 
     # ---- accessors ------------------------------------------------------------------
@@ -320,8 +322,9 @@ class LogSegment:
 
     # ---- rolling -----------------------------------------------------------------------
 
-    def should_roll(  # noqa: PLR0917
+    def should_roll(
         self,
+        *,
         max_segment_ms: int,
         max_segment_bytes: int,
         max_timestamp_in_messages: int,
@@ -333,12 +336,12 @@ class LogSegment:
         owner, borrowed = self._owner()
         try:
             return owner.should_roll(
-                max_segment_ms,
-                max_segment_bytes,
-                max_timestamp_in_messages,
-                max_offset_in_messages,
-                messages_size,
-                lambda: now,
+                max_segment_ms=max_segment_ms,
+                max_segment_bytes=max_segment_bytes,
+                max_timestamp_in_messages=max_timestamp_in_messages,
+                max_offset_in_messages=max_offset_in_messages,
+                messages_size=messages_size,
+                time_ms=lambda: now,
             )
         finally:
             if borrowed:

@@ -99,9 +99,10 @@ class UnifiedLog:
         "truncated_bytes",
     )
 
-    def __init__(  # noqa: PLR0917
+    def __init__(
         self,
         local: LocalLog,
+        *,
         log_start_offset: int,
         producer_state: ProducerStateManager,
         leader_epoch_cache: LeaderEpochCache,
@@ -158,11 +159,11 @@ class UnifiedLog:
             directory,
             config,
             loaded.segments,
-            loaded.recovery_point,
-            loaded.next_offset,
-            time_ms,
-            flush_recorder,
-            delete_scheduler,
+            recovery_point=loaded.recovery_point,
+            next_offset=loaded.next_offset,
+            time_ms=time_ms,
+            flush_recorder=flush_recorder,
+            delete_scheduler=delete_scheduler,
         )
         metadata = PartitionMetadataFile(directory)
         if metadata.exists():
@@ -176,11 +177,11 @@ class UnifiedLog:
             metadata.write(topic_id)
         log = cls(
             local,
-            loaded.log_start_offset,
-            loaded.producer_state,
-            loaded.leader_epoch_cache,
-            time_ms,
-            topic_id,
+            log_start_offset=loaded.log_start_offset,
+            producer_state=loaded.producer_state,
+            leader_epoch_cache=loaded.leader_epoch_cache,
+            time_ms=time_ms,
+            topic_id=topic_id,
         )
         log.recovered_segments = loaded.recovered_segments
         log.truncated_bytes = loaded.truncated_bytes
@@ -330,7 +331,12 @@ class UnifiedLog:
             )
         appender = self._appender
         if appender.should_roll(
-            appender.max_segment_ms, config.segment_bytes, max_ts, last_offset, size, self._time_ms
+            max_segment_ms=appender.max_segment_ms,
+            max_segment_bytes=config.segment_bytes,
+            max_timestamp_in_messages=max_ts,
+            max_offset_in_messages=last_offset,
+            messages_size=size,
+            time_ms=self._time_ms,
         ):
             # UnifiedLog.maybeRoll: the first offset when the batch header has it (v2),
             # else last offset - Int.MAX (a lower bound for v0/v1 wrappers); the roll
@@ -372,13 +378,13 @@ class UnifiedLog:
                     continue  # transactional produce is refused before the log
                 state.update_data_batch(
                     batch.producer_id,
-                    batch.producer_epoch,
-                    batch.base_sequence,
-                    batch.last_sequence,
-                    batch.base_offset,
-                    batch.last_offset,
-                    batch.max_timestamp,
-                    bool(batch.attributes & TRANSACTIONAL_FLAG_MASK),
+                    producer_epoch=batch.producer_epoch,
+                    first_seq=batch.base_sequence,
+                    last_seq=batch.last_sequence,
+                    first_offset=batch.base_offset,
+                    last_offset=batch.last_offset,
+                    max_timestamp=batch.max_timestamp,
+                    is_transactional=bool(batch.attributes & TRANSACTIONAL_FLAG_MASK),
                 )
         state.update_map_end_offset(pending.last_offset + 1)
         if self._appender.flush_due():

@@ -330,8 +330,9 @@ class Partition:
         try:
             # what self._validation(...)() calls, without the partial (the hot path)
             result = self._validate(
-                records, produce_version, log.config, log.log_end_offset, self._time_ms(),
-                self._recorder, self._inline_budget, True,
+                records, produce_version=produce_version, config=log.config,
+                next_offset=log.log_end_offset, now_ms=self._time_ms(), recorder=self._recorder,
+                inline_budget=self._inline_budget, request_checked=True,
             )  # fmt: skip
         except OffloadRequired:
             return None
@@ -352,14 +353,16 @@ class Partition:
         call's result is appended."""
         log = self.log
         return functools.partial(
-            self._validate, records, produce_version, log.config, log.log_end_offset,
-            self._time_ms(), self._recorder if recorder is None else recorder, inline_budget,
-            request_checked,
+            self._validate, records, produce_version=produce_version, config=log.config,
+            next_offset=log.log_end_offset, now_ms=self._time_ms(),
+            recorder=self._recorder if recorder is None else recorder,
+            inline_budget=inline_budget, request_checked=request_checked,
         )  # fmt: skip
 
-    def _validate(  # noqa: PLR0917
+    def _validate(
         self,
         records: memoryview,
+        *,
         produce_version: int,
         config: TopicConfig,
         next_offset: int,

@@ -98,9 +98,10 @@ class BatchInfo(NamedTuple):
         return bool(self.attributes & CONTROL_FLAG_MASK)
 
 
-def v2_batch_info(  # noqa: PLR0917
+def v2_batch_info(
     position: int,
     size_in_bytes: int,
+    *,
     base_offset: int,
     last_offset_delta: int,
     max_timestamp: int,
@@ -132,8 +133,12 @@ def parse_batch_infos(view: memoryview) -> list[BatchInfo]:
          seq, _count) = HEADER_STRUCT.unpack_from(view, 0)  # fmt: skip
         if length + LOG_OVERHEAD == size:  # one v2 batch: the common case of a produce request
             return [
-                v2_batch_info(0, size, base, delta, max_ts, attributes, pid, pepoch, seq, epoch)
-            ]
+                v2_batch_info(
+                    0, size, base_offset=base, last_offset_delta=delta, max_timestamp=max_ts,
+                    attributes=attributes, producer_id=pid, producer_epoch=pepoch,
+                    base_sequence=seq, partition_leader_epoch=epoch,
+                )
+            ]  # fmt: skip
     pos = 0
     out: list[BatchInfo] = []
     while pos < size:
@@ -150,8 +155,12 @@ def parse_batch_infos(view: memoryview) -> list[BatchInfo]:
             (base, _len, epoch, _magic, _crc, attributes, delta, _base_ts, max_ts, pid, pepoch,
              seq, _count) = HEADER_STRUCT.unpack_from(view, pos)  # fmt: skip
             out.append(
-                v2_batch_info(pos, total, base, delta, max_ts, attributes, pid, pepoch, seq, epoch)
-            )
+                v2_batch_info(
+                    pos, total, base_offset=base, last_offset_delta=delta, max_timestamp=max_ts,
+                    attributes=attributes, producer_id=pid, producer_epoch=pepoch,
+                    base_sequence=seq, partition_leader_epoch=epoch,
+                )
+            )  # fmt: skip
         else:
             if magic == MAGIC_V1:
                 offset, _len, _crc, _m, attributes, timestamp = _LEGACY_V1.unpack_from(view, pos)

@@ -235,8 +235,9 @@ def _in_place_v2(
     count, max_ts, shallow, attributes, batch_max_ts, pid, epoch, base_seq = done
     last_offset = next_offset + count - 1
     batch = v2_batch_info(
-        0, records.nbytes, next_offset, count - 1, batch_max_ts, attributes, pid, epoch,
-        base_seq, leader_epoch,
+        0, records.nbytes, base_offset=next_offset, last_offset_delta=count - 1,
+        max_timestamp=batch_max_ts, attributes=attributes, producer_id=pid, producer_epoch=epoch,
+        base_sequence=base_seq, partition_leader_epoch=leader_epoch,
     )  # fmt: skip
     return ValidationResult(
         validated_records=records,

@@ -110,9 +110,9 @@ def chunks(draw: Any) -> bytes:
     return bytes(out)
 
 
-def outcome(fn: Any, *args: Any) -> Any:
+def outcome(fn: Any, *args: Any, **kwargs: Any) -> Any:
     try:
-        return ("ok", fn(*args))
+        return ("ok", fn(*args, **kwargs))
     except Exception as exc:
         return ("error", type(exc), str(exc))
 
@@ -122,7 +122,10 @@ def run_map(twin: ModuleType, data: bytes, start_offset: int, max_entries: int) 
     steps = []
     pos = 0
     while True:
-        res = outcome(twin.map_chunk, m, data, pos, len(data), start_offset, max_entries)
+        res = outcome(
+            twin.map_chunk, m, data, pos, len(data), start_offset=start_offset,
+            max_entries=max_entries,
+        )  # fmt: skip
         steps.append(res)
         if res[0] != "ok" or res[1][1] != twin.NEEDS_CODEC:
             break
@@ -155,8 +158,9 @@ def filter_with(twin: ModuleType, m: Any, data: bytes, out_size: int, latest: in
     pos = 0
     o = 0
     for _ in range(50):
-        res = outcome(twin.filter_chunk, m, active, data, pos, len(data), out, o, latest, now,
-                      now + 100, legacy_deletes)  # fmt: skip
+        res = outcome(twin.filter_chunk, m, active, data, pos, len(data), out=out, out_pos=o,
+                      latest_offset=latest, now=now, new_horizon=now + 100,
+                      retain_legacy_deletes=legacy_deletes)  # fmt: skip
         steps.append(res)
         if res[0] != "ok":
             break
@@ -208,9 +212,11 @@ def test_filter_records_twins_agree(data: bytes, latest: int, now: int) -> None:
                 for i, k in enumerate(KEYS):
                     m.put(k, base + i)
                 out = bytearray(room)
-                res = outcome(twin.filter_records, m, data, pos + 61, pos + size, count, base,
-                              base_ts, -1, base_ts if data[pos + 22] & 0x40 else -1, now,
-                              now + 7, latest, out, 0)  # fmt: skip
+                res = outcome(twin.filter_records, m, data, pos + 61, pos + size, count=count,
+                              base_offset=base, base_timestamp=base_ts, log_append_time=-1,
+                              horizon=base_ts if data[pos + 22] & 0x40 else -1, now=now,
+                              new_horizon=now + 7, latest_offset=latest, out=out,
+                              out_pos=0)  # fmt: skip
                 results.append((res, bytes(out)))
             assert results[0] == results[1]
         pos += size
@@ -226,7 +232,9 @@ def build_map(twin: ModuleType, data: bytes, start_offset: int, superseded: int 
         assert m.track_superseded(start_offset, end_offset) == (superseded > 0)
     pos = 0
     while True:
-        res = outcome(twin.map_chunk, m, data, pos, len(data), start_offset, 30)
+        res = outcome(
+            twin.map_chunk, m, data, pos, len(data), start_offset=start_offset, max_entries=30
+        )
         if res[0] != "ok" or res[1][1] != twin.NEEDS_CODEC:
             return m
         pos = res[1][0] + 12 + int.from_bytes(data[res[1][0] + 8 : res[1][0] + 12], "big")
@@ -306,16 +314,16 @@ def test_a_key_past_its_record_is_the_same_error_in_both_twins() -> None:
                 bytes(rec),
                 0,
                 len(rec),
-                1,
-                0,
-                0,
-                -1,
-                -1,
-                0,
-                7,
-                5,
-                bytearray(100),
-                0,
+                count=1,
+                base_offset=0,
+                base_timestamp=0,
+                log_append_time=-1,
+                horizon=-1,
+                now=0,
+                new_horizon=7,
+                latest_offset=5,
+                out=bytearray(100),
+                out_pos=0,
             )
         )
     assert results[0] == results[1]
@@ -327,7 +335,12 @@ def test_a_magic_byte_is_signed_in_both_twins() -> None:
     entry[16] = 0x82
     data = bytes(entry)
     for twin_results in (
-        [outcome(t.map_chunk, t.OffsetMap(96), data, 0, len(data), 0, 10) for t in TWINS],
+        [
+            outcome(
+                t.map_chunk, t.OffsetMap(96), data, 0, len(data), start_offset=0, max_entries=10
+            )
+            for t in TWINS
+        ],
         [
             outcome(
                 t.filter_chunk,
@@ -336,12 +349,12 @@ def test_a_magic_byte_is_signed_in_both_twins() -> None:
                 data,
                 0,
                 len(data),
-                bytearray(100),
-                0,
-                5,
-                0,
-                0,
-                True,
+                out=bytearray(100),
+                out_pos=0,
+                latest_offset=5,
+                now=0,
+                new_horizon=0,
+                retain_legacy_deletes=True,
             )
             for t in TWINS
         ],

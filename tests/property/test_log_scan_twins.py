@@ -46,8 +46,19 @@ def build_log(sizes: list[int], legacy_every: int) -> bytes:
 
 
 def scan_both(data: bytes, interval: int) -> None:
-    args = (data, 0, len(data), 0, interval, -1, -1)
-    assert _recover_c.scan_segment(*args) == _recover_py.scan_segment(*args)
+    assert _recover_c.scan_segment(data, 0, len(data), **_fresh(interval)) == (
+        _recover_py.scan_segment(data, 0, len(data), **_fresh(interval))
+    )
+
+
+def _fresh(interval: int) -> dict[str, int]:
+    """The keywords of a scan from the start of a segment at offset 0."""
+    return {
+        "base_offset": 0,
+        "index_interval_bytes": interval,
+        "prev_last_offset": -1,
+        "latest_epoch": -1,
+    }
 
 
 @settings(max_examples=150, deadline=None)
@@ -64,7 +75,7 @@ def test_twins_agree_on_damaged_logs(
     data = bytearray(build_log(sizes, legacy_every))
     scan_both(bytes(data), interval)
     if data:
-        full = _recover_py.scan_segment(bytes(data), 0, len(data), 0, interval, -1, -1)
+        full = _recover_py.scan_segment(bytes(data), 0, len(data), **_fresh(interval))
         assert full[0] == len(data) and full[1] is None
         if flip is not None:
             i = min(len(data) - 1, int(flip * len(data)))
@@ -97,24 +108,24 @@ def test_a_scan_in_two_pieces_equals_one_scan(
 ) -> None:
     data = build_log(sizes, legacy_every)
     for twin in (_recover_py, _recover_c):
-        whole = twin.scan_segment(data, 0, len(data), 0, interval, -1, -1)
+        whole = twin.scan_segment(data, 0, len(data), **_fresh(interval))
         k = int(split * len(data))
-        first = twin.scan_segment(data[:k], 0, k, 0, interval, -1, -1)
+        first = twin.scan_segment(data[:k], 0, k, **_fresh(interval))
         resume = first[0]
         rest = data[resume:]
         second = twin.scan_segment(
             rest,
             0,
             len(rest),
-            0,
-            interval,
-            first[8],
-            -1 if not first[6] else first[6][-1][0],
-            resume,
-            first[9],
-            first[4],
-            first[5],
-            first[10],
+            base_offset=0,
+            index_interval_bytes=interval,
+            prev_last_offset=first[8],
+            latest_epoch=-1 if not first[6] else first[6][-1][0],
+            position_base=resume,
+            last_index_position=first[9],
+            max_timestamp=first[4],
+            offset_of_max_timestamp=first[5],
+            last_time_entry_timestamp=first[10],
         )
         assert second[0] == whole[0] and second[1] == whole[1]
         assert first[2] + second[2] == whole[2]

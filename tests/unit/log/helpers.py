@@ -52,10 +52,10 @@ def create_segment(
         FileRecords.open(files.log_file(directory, offset)),
         LazyIndex(files.offset_index_file(directory, offset), offset, 1000, OffsetIndex),
         LazyIndex(files.time_index_file(directory, offset), offset, 1500, TimeIndex),
-        offset,
-        index_interval_bytes,
-        0,
-        clock,
+        base_offset=offset,
+        index_interval_bytes=index_interval_bytes,
+        roll_jitter_ms=0,
+        time_ms=clock,
     )
 
 

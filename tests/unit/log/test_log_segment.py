@@ -122,6 +122,18 @@ def test_truncate(tmp_path: Path) -> None:
         offset += 1
 
 
+def _should_roll(segment: LogSegment, max_segment_ms: int, last_offset: int, now: int) -> bool:
+    """``shouldRoll`` for a 1 KB append, no timestamp, no size limit (LogSegmentTest's call)."""
+    return segment.should_roll(
+        max_segment_ms=max_segment_ms,
+        max_segment_bytes=INT_MAX,
+        max_timestamp_in_messages=NO_TIMESTAMP,
+        max_offset_in_messages=last_offset,
+        messages_size=1024,
+        now=now,
+    )
+
+
 def test_truncate_empty_segment(tmp_path: Path) -> None:
     max_segment_ms = 300000
     time = MockTime()
@@ -137,11 +149,11 @@ def test_truncate_empty_segment(tmp_path: Path) -> None:
     assert reopened.time_waited_for_roll(time(), NO_TIMESTAMP) == 0
     assert not reopened.time_index.is_full()
     assert not reopened.offset_index.is_full()
-    assert not reopened.should_roll(max_segment_ms, INT_MAX, NO_TIMESTAMP, 100, 1024, time())
+    assert not _should_roll(reopened, max_segment_ms, 100, time())
     time.sleep(max_segment_ms + 1)
     assert reopened.time_waited_for_roll(time(), NO_TIMESTAMP) == max_segment_ms + 1
-    assert not reopened.should_roll(max_segment_ms, INT_MAX, NO_TIMESTAMP, 100, 1024, time())
-    assert reopened.should_roll(max_segment_ms, INT_MAX, NO_TIMESTAMP, INT_MAX + 200, 1024, time())
+    assert not _should_roll(reopened, max_segment_ms, 100, time())
+    assert _should_roll(reopened, max_segment_ms, INT_MAX + 200, time())
     reopened.close()
 
 
@@ -285,7 +297,13 @@ def _preallocated_config() -> TopicConfig:
 
 def test_create_with_init_file_size_append_message(tmp_path: Path) -> None:
     seg = LogSegment.open(
-        tmp_path, 40, _preallocated_config(), MockTime(), False, 512 * 1024 * 1024, True
+        tmp_path,
+        40,
+        _preallocated_config(),
+        time_ms=MockTime(),
+        file_already_exists=False,
+        init_file_size=512 * 1024 * 1024,
+        preallocate=True,
     )
     seg.append(51, NO_TIMESTAMP, -1, v1_records(50, "hello", "there"))
     ms2 = v1_records(60, "alpha", "beta")
@@ -299,7 +317,7 @@ def test_create_with_init_file_size_append_message(tmp_path: Path) -> None:
 def test_create_with_init_file_size_clear_shutdown(tmp_path: Path) -> None:
     config = _preallocated_config()
     seg = LogSegment.open(
-        tmp_path, 40, config, MockTime(), init_file_size=512 * 1024 * 1024, preallocate=True
+        tmp_path, 40, config, time_ms=MockTime(), init_file_size=512 * 1024 * 1024, preallocate=True
     )
     seg.append(51, NO_TIMESTAMP, -1, v1_records(50, "hello", "there"))
     ms2 = v1_records(60, "alpha", "beta")
@@ -311,7 +329,15 @@ def test_create_with_init_file_size_clear_shutdown(tmp_path: Path) -> None:
     assert file_size(seg.log.path) == 512 * 1024 * 1024
     seg.close()
     assert file_size(seg.log.path) == old_size
-    reopened = LogSegment.open(tmp_path, 40, config, MockTime(), True, 512 * 1024 * 1024, True)
+    reopened = LogSegment.open(
+        tmp_path,
+        40,
+        config,
+        time_ms=MockTime(),
+        file_already_exists=True,
+        init_file_size=512 * 1024 * 1024,
+        preallocate=True,
+    )
     read_again = reopened.read(55, 200)
     assert read_again is not None and read_again.records is not None
     assert read_again.records.read() == ms2

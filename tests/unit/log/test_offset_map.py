@@ -134,5 +134,15 @@ def test_rebuilt_headers_carry_the_crc32c_of_any_length(twin: ModuleType) -> Non
     source = bytearray(61)
     for size in [61, 62, 100, 1536 + 21, 1536 + 61, 4096, 4600 + 7, 100_000 + 3]:
         out = bytearray(os.urandom(size))
-        twin.write_v2_header(out, 0, size, source, 0, 0, 5, 6, 1)
+        twin.write_v2_header(
+            out,
+            0,
+            size,
+            source=source,
+            source_pos=0,
+            attributes=0,
+            base_timestamp=5,
+            max_timestamp=6,
+            count=1,
+        )
         assert int.from_bytes(out[17:21], "big") == crc32c(bytes(out[21:]))

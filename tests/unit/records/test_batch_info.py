@@ -31,7 +31,10 @@ def test_one_v2_batch() -> None:
     assert info.is_transactional
     assert not info.is_control_batch
     assert info.compression_type == CompressionType.NONE
-    assert info == v2_batch_info(0, len(data), 40, 2, 9, 0x10, 11, 2, INT_MAX - 1, 3)
+    assert info == v2_batch_info(
+        0, len(data), base_offset=40, last_offset_delta=2, max_timestamp=9, attributes=0x10,
+        producer_id=11, producer_epoch=2, base_sequence=INT_MAX - 1, partition_leader_epoch=3,
+    )  # fmt: skip
 
 
 def test_no_producer_and_control_flag() -> None:
