@@ -3,11 +3,12 @@
 
 ``ActiveSegment`` is an extension type here: its fields are C struct
 members (``int64_t`` where the reference documents an int), exposed to
-Python under the same names, so the storage objects' properties read them
-as attributes while the append reads and writes them directly. The batch
-header is decoded from the buffer in C, the bytes are written with
-``pwrite(2)`` without the GIL, and the index entries (layout in the
-reference's docstring) are stored into the index mappings directly.
+Python under the same names, so the storage objects' held fields
+(``broker.log.held_field``) read them as attributes while the append reads
+and writes them directly. The batch header is decoded from the buffer in
+C, the bytes are written with ``pwrite(2)`` without the GIL, and the index
+entries (layout in the reference's docstring) are stored into the index
+mappings directly.
 
 Assigning a non-int (or None) to an ``int64_t`` field raises TypeError here
 where the reference would accept it; the log's tests run against both.
@@ -198,7 +199,7 @@ cdef class ActiveSegment:
         if segment._active is not None:
             segment._active.detach()
         log = segment.log
-        self.size = log._size
+        self.size = log.size
         self.fd = log.fd
         self.base_offset = segment.base_offset
         self.index_interval_bytes = segment.index_interval_bytes
@@ -258,7 +259,7 @@ cdef class ActiveSegment:
             time_index._last = self.ti_last
         log = segment.log
         log._active = None
-        log._size = self.size
+        log.size = self.size
         segment._active = None
         segment.created = self.created
         segment._bytes_since_last_index_entry = self.bytes_since_last_index_entry

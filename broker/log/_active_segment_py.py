@@ -17,12 +17,12 @@ carries the one implementation of the append's rules:
   else, which then takes ``UnifiedLog.prepare_append`` + ``commit_append``
   (which call the same methods).
 
-State, by whose field it is. The log's objects read and write theirs
-through properties for the log's life (``LocalLog``, ``UnifiedLog``, and the
-``ProducerStateManager`` once :meth:`bind` took it); the active segment, its
-``.log`` and its indexes while they are attached, owning their fields again
-when detached (:meth:`attach`, :meth:`detach`; ``LogSegments`` calls
-:meth:`attach` whenever its last segment changes)::
+State, by whose field it is. ``LocalLog`` and ``UnifiedLog`` read and write
+theirs here for the log's life; the ``ProducerStateManager`` once :meth:`bind`
+took it, and the active segment, its ``.log`` and its indexes while they are
+attached, through held fields (``broker.log.held_field``), owning their
+fields again when detached (:meth:`attach`, :meth:`detach`; ``LogSegments``
+calls :meth:`attach` whenever its last segment changes)::
 
     UnifiedLog    log_start_offset
     ProducerStateManager  map_end_offset
@@ -203,7 +203,7 @@ class ActiveSegment:
         if segment._active is not None:  # a segment has one owner at a time
             segment._active.detach()
         log = segment.log
-        self.size = log._size
+        self.size = log.size
         self.fd = log.fd
         self.base_offset = segment.base_offset
         self.index_interval_bytes = segment.index_interval_bytes
@@ -266,7 +266,7 @@ class ActiveSegment:
             time_index._last = self.ti_last
         log = segment.log
         log._active = None
-        log._size = self.size
+        log.size = self.size
         segment._active = None
         segment.created = self.created
         segment._bytes_since_last_index_entry = self.bytes_since_last_index_entry

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from broker.errors import CorruptRecordError
 from broker.log import writeback
+from broker.log.held_field import HeldField
 from broker.log.index import round_down_to_exact_multiple
 from broker.records import entries
 from broker.records.batch import (
@@ -107,12 +108,16 @@ class FileRecords:
 
     __slots__ = ("_active", "_closed", "_own_size", "_writeback_end", "fd", "path", "writable")
 
+    #: bytes of batches (the logical end; the file may be longer), held by the
+    #: append owner while this is the active segment's ``.log``
+    size = HeldField[int]("_own_size", "size")
+
     def __init__(self, path: Path, fd: int, size: int, writable: bool = True) -> None:
-        #: the append owner while this is the active segment's ``.log`` (it holds the size)
+        #: the append owner while this is the active segment's ``.log`` (it holds ``size``)
         self._active: ActiveSegment | None = None
         self.path = path
         self.fd = fd
-        self._size = size
+        self._own_size = size
         self.writable = writable
         self._closed = False
         #: write-out was started for the bytes below this (start_writeback)
@@ -145,25 +150,6 @@ class FileRecords:
             raise
         return cls(path, fd, size, writable=not read_only)
 
-    @property
-    def _size(self) -> int:
-        active = self._active
-        return self._own_size if active is None else active.size
-
-    @_size.setter
-    def _size(self, value: int) -> None:
-        active = self._active
-        if active is None:
-            self._own_size = value
-        else:
-            active.size = value
-
-    @property
-    def size(self) -> int:
-        """Bytes of batches (the logical end; the file may be longer)."""
-        active = self._active
-        return self._own_size if active is None else active.size
-
     def file_length(self) -> int:
         return os.fstat(self.fd).st_size
 
@@ -172,10 +158,11 @@ class FileRecords:
     def append(self, data: memoryview | bytes | bytearray) -> int:
         """Write ``data`` at the logical end; returns the bytes written."""
         n = len(data)
-        written = os.pwrite(self.fd, data, self._size)
+        position = self.size
+        written = os.pwrite(self.fd, data, position)
         if written != n:
-            self.finish_short_write(data, self._size, written)
-        self._size += n
+            self.finish_short_write(data, position, written)
+        self.size = position + n
         return n
 
     def finish_short_write(
@@ -192,7 +179,7 @@ class FileRecords:
 
     def truncate_to(self, target_size: int) -> int:
         """Cut the file to ``target_size`` bytes; returns the bytes removed."""
-        original = self._size
+        original = self.size
         if target_size > original or target_size < 0:
             raise ValueError(
                 f"Attempt to truncate log segment {self.path} to {target_size} bytes failed, "
@@ -200,14 +187,14 @@ class FileRecords:
             )
         if target_size < self.file_length():
             os.ftruncate(self.fd, target_size)
-        self._size = target_size
+        self.size = target_size
         self._writeback_end = min(self._writeback_end, target_size)
         return original - target_size
 
     def trim(self) -> None:
         """Drop preallocated bytes past the logical end."""
-        if self.writable and self.file_length() > self._size:
-            os.ftruncate(self.fd, self._size)
+        if self.writable and self.file_length() > self.size:
+            os.ftruncate(self.fd, self.size)
 
     def flush(self) -> None:
         os.fsync(self.fd)
@@ -217,7 +204,7 @@ class FileRecords:
         page the last call ended in, once there are at least
         ``writeback.MIN_BYTES`` of them (``broker/log/writeback.py``); False
         when there were fewer."""
-        size = self._size
+        size = self.size
         if size - self._writeback_end < writeback.MIN_BYTES:
             return False
         start = round_down_to_exact_multiple(self._writeback_end, writeback.PAGE_SIZE)
@@ -230,7 +217,7 @@ class FileRecords:
         return os.pread(self.fd, size, position)
 
     def slice(self, position: int, size: int) -> FileSlice:
-        end = min(self._size, position + max(size, 0))
+        end = min(self.size, position + max(size, 0))
         return FileSlice(self.fd, position, max(0, end - position), self.path)
 
     def iter_batches(self, start: int = 0, end: int | None = None) -> Iterator[FileBatch]:
@@ -240,7 +227,7 @@ class FileRecords:
         CorruptRecordError (only recovery meets such bytes; it uses its own
         scanner).
         """
-        stop = self._size if end is None else min(end, self._size)
+        stop = self.size if end is None else min(end, self.size)
         pos = start
         fd = self.fd
         while pos < stop - HEADER_SIZE_UP_TO_MAGIC:

@@ -38,6 +38,7 @@ from broker.log.errors import IndexOffsetOverflowError, LogClosedError
 
 if TYPE_CHECKING:
     from broker.log.active_segment import ActiveSegment
+    from broker.log.held_field import HeldField
 
 INT_MAX = 2**31 - 1
 
@@ -58,9 +59,10 @@ class AbstractIndex(ABC):
     """A file of fixed-width entries, mapped read-write (or read-only).
 
     ``_mm``, ``_entries`` and ``_max_entries`` (and each subclass's last
-    entry) are properties: while the index belongs to the active segment its
-    append owner (``_active``, ``broker.log.active_segment``) holds them, the
-    ``_own_*`` fields otherwise."""
+    entry) are held fields (``broker.log.held_field``): while the index
+    belongs to the active segment its append owner (``_active``,
+    ``broker.log.active_segment``) holds them, the ``_own_*`` fields
+    otherwise."""
 
     __slots__ = (
         "_active",
@@ -78,31 +80,11 @@ class AbstractIndex(ABC):
     ENTRY_SIZE: ClassVar[int]
     _active: ActiveSegment | None
 
-    # ---- append state (each subclass reads its own fields of the append owner) ----
-
-    @property
-    @abstractmethod
-    def _mm(self) -> mmap.mmap | None: ...
-
-    @_mm.setter
-    @abstractmethod
-    def _mm(self, value: mmap.mmap | None) -> None: ...
-
-    @property
-    @abstractmethod
-    def _entries(self) -> int: ...
-
-    @_entries.setter
-    @abstractmethod
-    def _entries(self, value: int) -> None: ...
-
-    @property
-    @abstractmethod
-    def _max_entries(self) -> int: ...
-
-    @_max_entries.setter
-    @abstractmethod
-    def _max_entries(self, value: int) -> None: ...
+    # append state: each subclass declares these as ``HeldField``s of its own
+    # fields of the append owner (``broker.log.held_field``)
+    _mm: HeldField[mmap.mmap | None]
+    _entries: HeldField[int]
+    _max_entries: HeldField[int]
 
     def __init__(
         self, path: Path, base_offset: int, max_index_size: int = -1, writable: bool = True

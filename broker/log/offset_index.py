@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from broker.log.errors import CorruptIndexError, IndexFullError, InvalidOffsetError
+from broker.log.held_field import HeldField
 from broker.log.index import AbstractIndex, IndexEntry
 
 _ENTRY = struct.Struct(">ii")
@@ -37,58 +38,10 @@ class OffsetIndex(AbstractIndex):
     ENTRY_SIZE = 8
 
     # ---- append state (held by the active segment's append owner while attached) ----
-
-    @property
-    def _mm(self) -> mmap.mmap | None:
-        active = self._active
-        return self._own_mm if active is None else active.oi_mm
-
-    @_mm.setter
-    def _mm(self, value: mmap.mmap | None) -> None:
-        active = self._active
-        if active is None:
-            self._own_mm = value
-        else:
-            active.oi_mm = value
-
-    @property
-    def _entries(self) -> int:
-        active = self._active
-        return self._own_entries if active is None else active.oi_entries
-
-    @_entries.setter
-    def _entries(self, value: int) -> None:
-        active = self._active
-        if active is None:
-            self._own_entries = value
-        else:
-            active.oi_entries = value
-
-    @property
-    def _max_entries(self) -> int:
-        active = self._active
-        return self._own_max_entries if active is None else active.oi_max_entries
-
-    @_max_entries.setter
-    def _max_entries(self, value: int) -> None:
-        active = self._active
-        if active is None:
-            self._own_max_entries = value
-        else:
-            active.oi_max_entries = value
-
-    @property
-    def _last_offset(self) -> int:
-        active = self._active
-        return self._own_last_offset if active is None else active.oi_last_offset
-
-    @_last_offset.setter
-    def _last_offset(self, value: int) -> None:
-        active = self._active
-        if active is None:
-            self._own_last_offset = value
-        else:
-            active.oi_last_offset = value
+    _mm = HeldField[mmap.mmap | None]("_own_mm", "oi_mm")
+    _entries = HeldField[int]("_own_entries", "oi_entries")
+    _max_entries = HeldField[int]("_own_max_entries", "oi_max_entries")
+    _last_offset = HeldField[int]("_own_last_offset", "oi_last_offset")
 
     def __init__(
         self, path: Path, base_offset: int, max_index_size: int = -1, writable: bool = True

@@ -51,6 +51,7 @@ from broker.log.files import (
     offset_from_file_name,
     producer_snapshot_file,
 )
+from broker.log.held_field import HeldField
 from broker.records.batch import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -283,6 +284,9 @@ class ProducerStateManager:
         "producer_id_expiration_ms",
     )
 
+    #: the map end offset: the append owner's once bound (``ActiveSegment.bind``)
+    _last_map_offset = HeldField[int]("_own_last_map_offset", "map_end_offset")
+
     def __init__(self, directory: Path, producer_id_expiration_ms: int = 86_400_000) -> None:
         #: the log's append owner once the log is open (``ActiveSegment.bind``): it
         #: holds the map end offset, which every append moves
@@ -291,21 +295,8 @@ class ProducerStateManager:
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._producers: dict[int, ProducerStateEntry] = {}
         self._snapshots: list[int] = list_snapshot_offsets(directory)
-        self._last_map_offset = 0
+        self._own_last_map_offset = 0
         self._last_snap_offset = 0
-
-    @property
-    def _last_map_offset(self) -> int:
-        active = self._active
-        return self._own_last_map_offset if active is None else active.map_end_offset
-
-    @_last_map_offset.setter
-    def _last_map_offset(self, offset: int) -> None:
-        active = self._active
-        if active is None:
-            self._own_last_map_offset = offset
-        else:
-            active.map_end_offset = offset
 
     # ---- queries -------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ freshly rolled segment has none until an append or a read touches them.
 The append and the roll check (``shouldRoll``) are implemented once, by the
 append owner (``broker.log.active_segment``), which the log holds for its
 active segment and which holds that segment's append state meanwhile (the
-``created``/``_bytes_since_last_index_entry``/... properties read it there);
+``created``/``_bytes_since_last_index_entry``/... held fields read it there);
 :meth:`LogSegment.append` and :meth:`LogSegment.should_roll` run the owner's
 rule, on a segment that is not active with an owner taken for the call.
 
@@ -46,6 +46,7 @@ from broker.log import files
 from broker.log.active_segment import ActiveSegment
 from broker.log.errors import LogSegmentOffsetOverflowError
 from broker.log.file_records import FileRecords, FileSlice, LogOffsetPosition, TimestampAndOffset
+from broker.log.held_field import HeldField
 from broker.log.index import LazyIndex
 from broker.log.offset_index import OffsetIndex, OffsetPosition, check_offset_index_file
 from broker.log.record_times import search_for_timestamp
@@ -104,9 +105,9 @@ class LogSegment:
     """One segment. Not thread-safe: used by its log's owner thread.
 
     ``created``, ``_bytes_since_last_index_entry``, ``_rolling_based_timestamp``
-    and ``_max_timestamp_and_offset`` are properties: while this is the active
-    segment its log's append owner (``_active``, ``broker.log.active_segment``)
-    holds them, the ``_own_*`` fields otherwise."""
+    and ``_max_timestamp_and_offset`` are held fields (``broker.log.held_field``):
+    while this is the active segment its log's append owner (``_active``,
+    ``broker.log.active_segment``) holds them, the ``_own_*`` fields otherwise."""
 
     __slots__ = (
         "_active",
@@ -153,68 +154,16 @@ class LogSegment:
         self._own_bytes_since_last_index_entry = 0
 
     # ---- append state (held by the log's append owner while this is active) ----------
-
-    @property
-    def created(self) -> int:
-        active = self._active
-        return self._own_created if active is None else active.created
-
-    @created.setter
-    def created(self, value: int) -> None:
-        active = self._active
-        if active is None:
-            self._own_created = value
-        else:
-            active.created = value
-
-    @property
-    def _bytes_since_last_index_entry(self) -> int:
-        active = self._active
-        return (
-            self._own_bytes_since_last_index_entry
-            if active is None
-            else active.bytes_since_last_index_entry
-        )
-
-    @_bytes_since_last_index_entry.setter
-    def _bytes_since_last_index_entry(self, value: int) -> None:
-        active = self._active
-        if active is None:
-            self._own_bytes_since_last_index_entry = value
-        else:
-            active.bytes_since_last_index_entry = value
-
-    @property
-    def _rolling_based_timestamp(self) -> int | None:
-        active = self._active
-        return (
-            self._own_rolling_based_timestamp if active is None else active.rolling_based_timestamp
-        )
-
-    @_rolling_based_timestamp.setter
-    def _rolling_based_timestamp(self, value: int | None) -> None:
-        active = self._active
-        if active is None:
-            self._own_rolling_based_timestamp = value
-        else:
-            active.rolling_based_timestamp = value
-
-    @property
-    def _max_timestamp_and_offset(self) -> TimestampOffset | None:
-        active = self._active
-        return (
-            self._own_max_timestamp_and_offset
-            if active is None
-            else active.max_timestamp_and_offset
-        )
-
-    @_max_timestamp_and_offset.setter
-    def _max_timestamp_and_offset(self, value: TimestampOffset | None) -> None:
-        active = self._active
-        if active is None:
-            self._own_max_timestamp_and_offset = value
-        else:
-            active.max_timestamp_and_offset = value
+    created = HeldField[int]("_own_created", "created")
+    _bytes_since_last_index_entry = HeldField[int](
+        "_own_bytes_since_last_index_entry", "bytes_since_last_index_entry"
+    )
+    _rolling_based_timestamp = HeldField[int | None](
+        "_own_rolling_based_timestamp", "rolling_based_timestamp"
+    )
+    _max_timestamp_and_offset = HeldField[TimestampOffset | None](
+        "_own_max_timestamp_and_offset", "max_timestamp_and_offset"
+    )
 
     def _owner(self) -> tuple[ActiveSegment, bool]:
         """The append owner to run a rule on, and whether it was taken for this

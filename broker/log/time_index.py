@@ -27,6 +27,7 @@ from broker.log.errors import (
     IndexTimestampError,
     InvalidOffsetError,
 )
+from broker.log.held_field import HeldField
 from broker.log.index import AbstractIndex, IndexEntry
 from broker.log.results import TimestampOffset
 
@@ -42,58 +43,10 @@ class TimeIndex(AbstractIndex):
     ENTRY_SIZE = 12
 
     # ---- append state (held by the active segment's append owner while attached) ----
-
-    @property
-    def _mm(self) -> mmap.mmap | None:
-        active = self._active
-        return self._own_mm if active is None else active.ti_mm
-
-    @_mm.setter
-    def _mm(self, value: mmap.mmap | None) -> None:
-        active = self._active
-        if active is None:
-            self._own_mm = value
-        else:
-            active.ti_mm = value
-
-    @property
-    def _entries(self) -> int:
-        active = self._active
-        return self._own_entries if active is None else active.ti_entries
-
-    @_entries.setter
-    def _entries(self, value: int) -> None:
-        active = self._active
-        if active is None:
-            self._own_entries = value
-        else:
-            active.ti_entries = value
-
-    @property
-    def _max_entries(self) -> int:
-        active = self._active
-        return self._own_max_entries if active is None else active.ti_max_entries
-
-    @_max_entries.setter
-    def _max_entries(self, value: int) -> None:
-        active = self._active
-        if active is None:
-            self._own_max_entries = value
-        else:
-            active.ti_max_entries = value
-
-    @property
-    def _last(self) -> TimestampOffset:
-        active = self._active
-        return self._own_last if active is None else active.ti_last
-
-    @_last.setter
-    def _last(self, value: TimestampOffset) -> None:
-        active = self._active
-        if active is None:
-            self._own_last = value
-        else:
-            active.ti_last = value
+    _mm = HeldField[mmap.mmap | None]("_own_mm", "ti_mm")
+    _entries = HeldField[int]("_own_entries", "ti_entries")
+    _max_entries = HeldField[int]("_own_max_entries", "ti_max_entries")
+    _last = HeldField[TimestampOffset]("_own_last", "ti_last")
 
     def __init__(
         self, path: Path, base_offset: int, max_index_size: int = -1, writable: bool = True

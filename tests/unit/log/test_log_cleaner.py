@@ -545,7 +545,7 @@ def test_corrupt_message_size_larger_than_bytes_available(tmp_path: Path) -> Non
     log = big_log(tmp_path)
     first = log.segments[0]
     os.truncate(first.log.path, 1024)
-    first.log._size = 1024
+    first.log.size = 1024
     cleaner = make_cleaner(INT_MAX, max_message_size=1024)
     with pytest.raises(CorruptRecordError):
         clean_segments(cleaner, log, 1)
