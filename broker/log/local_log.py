@@ -70,9 +70,9 @@ class LocalLog:
 
     The log end offset, the recovery point, the closed flag and the config
     (with the roll limits taken from it) are held by :attr:`appender`, the
-    append owner of the active segment (``broker.log.active_segment``); the
-    ``_leo_offset``, ``_recovery_point``, ``_closed`` and ``config``
-    properties read and write them there."""
+    append owner of the active segment (``broker.log.active_segment``), for
+    the log's life: the log reads and writes them there (``config`` through
+    a property, which sets the roll limits too)."""
 
     __slots__ = (
         "_delete_scheduler",
@@ -143,30 +143,6 @@ class LocalLog:
     def config(self, config: TopicConfig) -> None:
         self.appender.configure(config)
 
-    @property
-    def _leo_offset(self) -> int:
-        return self.appender.log_end_offset
-
-    @_leo_offset.setter
-    def _leo_offset(self, value: int) -> None:
-        self.appender.log_end_offset = value
-
-    @property
-    def _recovery_point(self) -> int:
-        return self.appender.recovery_point
-
-    @_recovery_point.setter
-    def _recovery_point(self, value: int) -> None:
-        self.appender.recovery_point = value
-
-    @property
-    def _closed(self) -> bool:
-        return self.appender.closed
-
-    @_closed.setter
-    def _closed(self, value: bool) -> None:
-        self.appender.closed = value
-
     # ---- offsets -------------------------------------------------------------------
 
     @property
@@ -196,13 +172,14 @@ class LocalLog:
         return appender.log_end_offset - appender.recovery_point
 
     def update_log_end_offset(self, end_offset: int) -> None:
-        self._leo_offset = end_offset
-        if self._recovery_point > end_offset:
+        appender = self.appender
+        appender.log_end_offset = end_offset
+        if appender.recovery_point > end_offset:
             with self._lock:
-                self._recovery_point = end_offset
+                appender.recovery_point = end_offset
 
     def check_open(self) -> None:
-        if self._closed:
+        if self.appender.closed:
             raise LogClosedError(f"The log of {self.topic_partition} is closed")
 
     # ---- appends and rolls -------------------------------------------------------------
@@ -293,7 +270,7 @@ class LocalLog:
     ) -> FetchDataInfo:
         """``LocalLog.read``: batches from ``start_offset`` as a file slice."""
         self.check_open()
-        end_offset = self._leo_offset
+        end_offset = self.appender.log_end_offset
         segment = self.segments.floor_segment(start_offset)
         if start_offset > end_offset or segment is None:
             raise OffsetOutOfRangeError(
@@ -329,7 +306,7 @@ class LocalLog:
             deletable = [s for s in self.segments if s.base_offset > target_offset]
             self._remove_segments(deletable)
             self.segments.active_segment.truncate_to(target_offset)
-            self._recovery_point = min(self._recovery_point, target_offset)
+            self.appender.recovery_point = min(self.appender.recovery_point, target_offset)
         self.update_log_end_offset(target_offset)
         return deletable
 
@@ -356,7 +333,7 @@ class LocalLog:
                     preallocate=config.preallocate,
                 )
             )
-            self._recovery_point = min(self._recovery_point, new_offset)
+            self.appender.recovery_point = min(self.appender.recovery_point, new_offset)
             self._new_files_since_flush = True
         self.update_log_end_offset(new_offset)
         return removed
@@ -413,7 +390,7 @@ class LocalLog:
         ``_lock``, so the segment's descriptor cannot be closed meanwhile:
         LogClosedError when the log is closed or the segment no longer in it."""
         with self._lock:
-            if self._closed:
+            if self.appender.closed:
                 raise LogClosedError(f"The log of {self.topic_partition} is closed")
             if self.segments.get(segment.base_offset) is not segment:
                 raise LogClosedError(f"{segment} is no longer a segment of {self.topic_partition}")
@@ -443,7 +420,7 @@ class LocalLog:
         """
         news = [new] if placeholder is None else [new, placeholder]
         with self._lock:
-            if self._closed or any(self.segments.get(s.base_offset) is not s for s in old):
+            if self.appender.closed or any(self.segments.get(s.base_offset) is not s for s in old):
                 return None
             for segment in reversed(news):
                 segment.change_file_suffixes(files.CLEANED_FILE_SUFFIX, files.SWAP_FILE_SUFFIX)
@@ -474,7 +451,7 @@ class LocalLog:
         without waiting (``broker/log/writeback.py``); a flush must still
         follow for durability. Pages of a segment rolled since the last call
         are left to that flush."""
-        if self._closed:
+        if self.appender.closed:
             return False
         return self.segments.active().log.start_writeback()
 
@@ -486,10 +463,10 @@ class LocalLog:
         """
         with self._flush_mutex:
             with self._lock:
-                if self._closed:
+                if self.appender.closed:
                     return False
-                start = self._recovery_point
-                target = self._leo_offset
+                start = self.appender.recovery_point
+                target = self.appender.log_end_offset
                 if offset <= start and not include_empty_active:
                     return False
                 end = target + 1 if include_empty_active else target
@@ -562,8 +539,9 @@ class LocalLog:
         truncation (``generation`` changed) made the flushed offsets stale."""
         with self._lock:
             if generation == self._truncations:
-                new_point = min(target, self._leo_offset)
-                self._recovery_point = max(self._recovery_point, new_point)
+                appender = self.appender
+                new_point = min(target, appender.log_end_offset)
+                appender.recovery_point = max(appender.recovery_point, new_point)
             self._last_flush_time = self._time_ms()
 
     def _claim_synced_flush(self, offset: int) -> tuple[int, int] | None:
@@ -573,11 +551,11 @@ class LocalLog:
         below ``offset`` is left to flush. The sync covers every file of the
         log, so the snapshots and directory entries owed are taken too."""
         with self._lock:
-            if self._closed or offset <= self._recovery_point:
+            if self.appender.closed or offset <= self.appender.recovery_point:
                 return None
             self._unsynced_snapshots = []
             self._new_files_since_flush = False
-            return self._leo_offset, self._truncations
+            return self.appender.log_end_offset, self._truncations
 
     def _settle_synced_flush(self, claim: tuple[int, int], seconds: float) -> None:
         """Second half of :meth:`_claim_synced_flush`, once the sync returned."""
@@ -594,16 +572,16 @@ class LocalLog:
 
     def close(self) -> None:
         with self._lock:
-            if self._closed:
+            if self.appender.closed:
                 return
-            self._closed = True
+            self.appender.closed = True
             for segment in self.segments:
                 segment.close()
         self.delete_expired_files(all_now=True)
 
     def close_handlers(self) -> None:
         with self._lock:
-            self._closed = True
+            self.appender.closed = True
             for segment in self.segments:
                 if not segment.log.is_closed:
                     segment.close_handlers()
@@ -615,16 +593,16 @@ class LocalLog:
     def mark_closed(self) -> None:
         """Refuse appends and reads from now on, keep the descriptors."""
         with self._lock:
-            self._closed = True
+            self.appender.closed = True
 
     @property
     def is_closed(self) -> bool:
-        return self._closed
+        return self.appender.closed
 
     def delete_all_segments(self) -> None:
         """Close and delete every segment file now (partition deletion)."""
         with self._lock:
-            self._closed = True
+            self.appender.closed = True
             for segment in list(self.segments):
                 self.segments.remove(segment.base_offset)
                 segment.close_handlers()
