@@ -339,6 +339,19 @@ cdef class ActiveSegment:
         int64_t shallow_offset_of_max_timestamp,
         records,
     ):
+        self._append_records(
+            largest_offset, largest_timestamp_ms, shallow_offset_of_max_timestamp, records
+        )
+
+    cdef int _append_records(
+        self,
+        int64_t largest_offset,
+        int64_t largest_timestamp_ms,
+        int64_t shallow_offset_of_max_timestamp,
+        records,
+    ) except -1:
+        """:meth:`_append_to_segment` on the bytes of ``records`` (any buffer),
+        held for the call."""
         cdef Py_buffer rb
         PyObject_GetBuffer(records, &rb, PyBUF_SIMPLE)
         try:
@@ -352,6 +365,7 @@ cdef class ActiveSegment:
             )
         finally:
             PyBuffer_Release(&rb)
+        return 0
 
     cdef int _append_to_segment(
         self,
@@ -455,19 +469,9 @@ cdef class ActiveSegment:
         int64_t shallow_offset_of_max_timestamp,
         records,
     ):
-        cdef Py_buffer rb
-        PyObject_GetBuffer(records, &rb, PyBUF_SIMPLE)
-        try:
-            self._append_to_segment(
-                largest_offset,
-                largest_timestamp_ms,
-                shallow_offset_of_max_timestamp,
-                records,
-                <const uint8_t*>rb.buf,
-                rb.len,
-            )
-        finally:
-            PyBuffer_Release(&rb)
+        self._append_records(
+            largest_offset, largest_timestamp_ms, shallow_offset_of_max_timestamp, records
+        )
         self.log_end_offset = largest_offset + 1
 
     def flush_due(self):
