@@ -6,7 +6,7 @@ per topic, among ``BACKGROUND_ACLS`` other ACLs) and off, same run, rounds
 alternating between the two:
 
 (1) in process, through the whole dispatcher wired as the app wires it
-    (header, decode, authorization, validate, append, encode, metrics), the
+    (``broker.wiring.build_core``: header, decode, authorization, validate, append, encode, metrics), the
     least thread CPU per request of each side, for 1 MB, 16 KB and 1 KB
     requests of 100 B records: the steady figure on a shared 2-core machine.
     A 1 KB request is where a per-request cost shows most.
@@ -33,8 +33,11 @@ from bench.bench_server import (
     CLIENT_CPU,
     LOADGEN_WINDOW,
     RECORD_BYTES,
+    app_core,
     broker,
+    close_core,
     create_topic,
+    dispatch_as,
     on_client_cpu,
     settle,
 )
@@ -113,20 +116,13 @@ def seed_acls(log_dir: Path, topic: str) -> None:
 
 
 class Dispatching:
-    """The app's wiring in process: config, logs, partitions, real metrics,
-    registry and dispatcher, and (``authorized``) the authorizer with its ACLs."""
+    """The app's request path in process (:func:`bench.bench_server.app_core`:
+    config, logs, partitions, real metrics, registry and dispatcher) and
+    (``authorized``) the authorizer with its ACLs."""
 
     def __init__(self, tmp: Path, name: str, request_bytes: int, authorized: bool) -> None:
         from broker.config import BrokerConfig
-        from broker.handlers.context import BrokerContext, Endpoint
-        from broker.handlers.registry import HandlerRegistry
-        from broker.log.manager import LogManager
         from broker.metrics import BrokerMetrics
-        from broker.partition.producer_ids import ProducerIdManager
-        from broker.partition.replica_manager import ReplicaManager
-        from broker.security.acl_control import open_acl_control
-        from broker.server.dispatch import Dispatcher
-        from broker.server.group_commit import GroupCommit
 
         self.frames, self.per_frame = build_frames(name, 1, request_bytes, RECORD_BYTES, 1)
         data = tmp / name
@@ -138,45 +134,10 @@ class Dispatching:
             seed_acls(data, name)
         config = BrokerConfig.from_properties(props)
         metrics = BrokerMetrics(records_implementation="bench", event_loop="none", version="0")
-        self.manager = LogManager(config.log_dirs, config, flush_recorder=metrics.flush_recorder)
-        self.manager.startup()
-        rm = ReplicaManager(
-            self.manager,
-            recorder=metrics.validator_recorder,
-            time_ms=lambda: int(time.time() * 1000),
-        )
-        rm.create_topic(name, 1)
-        self.acl_control = open_acl_control(config, config.log_dirs[0])
-        assert (self.acl_control is not None) == authorized
-        self.group_commit = GroupCommit()
-        context = BrokerContext(
-            config=config,
-            node_id=0,
-            cluster_id="bench",
-            advertised=Endpoint("127.0.0.1", 0),
-            log_manager=self.manager,
-            replica_manager=rm,
-            meters=metrics,
-            durability=self.group_commit,
-            producer_ids=ProducerIdManager(config.log_dirs[0]),
-            acl_control=self.acl_control,
-        )
-        dispatcher = Dispatcher(HandlerRegistry(context), metrics)
-
-        class Conn:
-            peer = "bench"
-            principal = PRINCIPAL
-            peer_host = "127.0.0.1"
-            listener_name = "PLAINTEXT"
-            sasl = None  # not a SASL listener (server/sasl_gate.py)
-            client_software_name = None
-            client_software_version = None
-
-            def close(self) -> None:
-                raise AssertionError("closed: the produce request failed")
-
-        conn = Conn()
-        self.handle = lambda frame: dispatcher.handle_frame(frame, conn)  # type: ignore[arg-type]
+        self.core = app_core(config, metrics)
+        self.core.replica_manager.create_topic(name, 1)
+        assert (self.core.acl_control is not None) == authorized
+        self.handle = dispatch_as(self.core, PRINCIPAL)
 
     def cpu_per_request(self, requests: int) -> float:
         """Thread CPU microseconds per request over ``requests`` requests."""
@@ -199,10 +160,7 @@ class Dispatching:
         return cpu
 
     def close(self) -> None:
-        self.group_commit.close()
-        if self.acl_control is not None:
-            self.acl_control.close()
-        self.manager.shutdown()
+        close_core(self.core)
 
 
 def in_process(report: Report, tmp: Path) -> None:

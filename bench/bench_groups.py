@@ -27,16 +27,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.bench_server import app_core, close_core
 from bench.common import Report
 from broker.config import BrokerConfig
-from broker.coordinator.group.config import GroupConfig
 from broker.coordinator.group.coordinator import GroupCoordinator
-from broker.handlers.context import BrokerContext, Endpoint
-from broker.handlers.registry import HandlerRegistry
-from broker.log.manager import LogManager
 from broker.metrics import BrokerMetrics
-from broker.partition.producer_ids import ProducerIdManager
-from broker.partition.replica_manager import ReplicaManager
 from broker.protocol import decode_response, encode_request
 from broker.protocol.messages import (
     JoinGroupRequest,
@@ -46,8 +41,6 @@ from broker.protocol.messages import (
 )
 from broker.records.builder import build_v2_batch
 from broker.records.record import SimpleRecord
-from broker.server.dispatch import Dispatcher
-from broker.server.group_commit import GroupCommit
 
 COMMIT_REQUESTS = 20_000
 COMMIT_ROUNDS = 5
@@ -70,38 +63,19 @@ class _Conn:
 
 
 class _Broker:
+    """The app's request path (:func:`bench.bench_server.app_core`), its group
+    coordinator on the wall clock."""
+
     def __init__(self, data: Path, **overrides: str) -> None:
         self.config = BrokerConfig.from_properties({"log.dirs": str(data), **overrides})
         self.metrics = BrokerMetrics(
             records_implementation="bench", event_loop="bench", version="0"
         )
-        self.logs = LogManager(self.config.log_dirs, self.config)
-        self.logs.startup()
-        self.rm = ReplicaManager(
-            self.logs,
-            recorder=self.metrics.validator_recorder,
-            time_ms=lambda: int(time.time() * 1000),
-        )
-        self.group_commit = GroupCommit()
-        self.groups = GroupCoordinator(
-            GroupConfig.from_broker(self.config),
-            self.rm,
-            self.group_commit,
-            lambda: int(time.time() * 1000),
-        )
-        context = BrokerContext(
-            config=self.config,
-            node_id=0,
-            cluster_id="bench",
-            advertised=Endpoint("127.0.0.1", 9092),
-            log_manager=self.logs,
-            replica_manager=self.rm,
-            meters=self.metrics,
-            durability=self.group_commit,
-            producer_ids=ProducerIdManager(self.config.log_dirs[0]),
-            groups=self.groups,
-        )
-        self.dispatcher = Dispatcher(HandlerRegistry(context), self.metrics)
+        self.core = app_core(self.config, self.metrics)
+        self.rm = self.core.replica_manager
+        assert self.core.groups is not None
+        self.groups: GroupCoordinator = self.core.groups
+        self.dispatcher = self.core.dispatcher
         self.conn = _Conn()
         self._correlation = 0
 
@@ -120,9 +94,7 @@ class _Broker:
         return decode_response(api_key, version, data[4:])[1]
 
     def close(self) -> None:
-        self.groups.timer.cancel_all()  # type: ignore[attr-defined]
-        self.group_commit.close()
-        self.logs.shutdown()
+        close_core(self.core)
 
 
 # ---- (1) commit vs produce --------------------------------------------------------------------

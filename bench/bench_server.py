@@ -61,10 +61,15 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.common import Report, note_rounds, progress, settle
 from bench.loadgen import build_frames
+
+if TYPE_CHECKING:
+    from broker.config import BrokerConfig
+    from broker.metrics import BrokerMetrics
+    from broker.wiring import BrokerCore
 
 #: what this bench imports beyond the broker's dependencies (checked by bench/__main__.py)
 REQUIRES = ("confluent_kafka",)
@@ -353,11 +358,12 @@ def best_loadgen(port: int, server: Server, topic: str, acks: int) -> dict[str, 
 
 class InProcess:
     """Decode + validate + append of the load generator's frames in this process,
-    no sockets (or through the whole in-process dispatcher), one round at a time.
+    no sockets (or through the whole in-process dispatcher), one round at a time,
+    over the app's request path (:func:`app_core`).
 
-    ``meters`` (for (4)) wires the real meters or ``metrics.enabled=false``'s
-    no-ops into every recorder (validator, flush, request and topic meters), as
-    the app does; without them the validator records nothing."""
+    ``metrics_enabled=False`` is ``metrics.enabled=false``: the no-ops in every
+    recorder (validator, flush, request and topic meters), as the app wires
+    them; the decode + validate + append baseline of (2) records nothing."""
 
     def __init__(
         self,
@@ -365,31 +371,24 @@ class InProcess:
         name: str,
         through_dispatcher: bool,
         request_bytes: int = REQUEST_BYTES,
-        meters: Any = None,
+        metrics_enabled: bool = True,
     ) -> None:
         from broker.config import BrokerConfig
-        from broker.log.manager import LogManager
-        from broker.partition.replica_manager import ReplicaManager
-        from broker.validator import NullRecorder
+        from broker.metrics import BrokerMetrics
 
         self.frames, self.per_frame = build_frames(name, 1, request_bytes, RECORD_BYTES, 1)
         self.data = tmp / name
-        config = BrokerConfig.from_properties({"log.dirs": str(self.data)})
-        flush_recorder = None if meters is None else meters.flush_recorder
-        self.manager = LogManager(config.log_dirs, config, flush_recorder=flush_recorder)
-        self.manager.startup()
-        rm = ReplicaManager(
-            self.manager,
-            recorder=NullRecorder() if meters is None else meters.validator_recorder,
-            time_ms=lambda: int(time.time() * 1000),
-        )
-        rm.create_topic(name, 1)
-        partition = rm.get_partition(name, 0)
+        props = {"log.dirs": str(self.data)}
+        if not metrics_enabled:
+            props["metrics.enabled"] = "false"
+        config = BrokerConfig.from_properties(props)
+        metrics = BrokerMetrics(records_implementation="bench", event_loop="none", version="0")
+        self.core = core = app_core(config, metrics)
+        core.replica_manager.create_topic(name, 1)
+        partition = core.replica_manager.get_partition(name, 0)
         assert partition is not None
         self.partition = partition
-        self.handle = (
-            dispatcher_for(config, self.manager, rm, meters) if through_dispatcher else None
-        )
+        self.handle = dispatch_as(core, "User:ANONYMOUS") if through_dispatcher else None
 
     def round(self) -> tuple[float, float]:
         """(records/s, CPU ms per request) of LOADGEN_REQUESTS requests."""
@@ -431,7 +430,7 @@ class InProcess:
         return (time.thread_time() - start) * 1e6 / requests
 
     def close(self) -> None:
-        self.manager.shutdown()
+        close_core(self.core)
         shutil.rmtree(self.data, ignore_errors=True)
 
 
@@ -440,11 +439,7 @@ def metered(tmp: Path, name: str, enabled: bool, request_bytes: int) -> InProces
     meters or with ``metrics.enabled=false``'s no-ops, for (4): the CPU the
     broker's own thread spends per request with and without recording, free
     of the sockets, the client and the other tenants of the machine."""
-    from broker.metrics import BrokerMetrics, NullMetrics
-
-    real = BrokerMetrics(records_implementation="bench", event_loop="none", version="0")
-    meters = real if enabled else NullMetrics(real)
-    return InProcess(tmp, name, True, request_bytes, meters)
+    return InProcess(tmp, name, True, request_bytes, metrics_enabled=enabled)
 
 
 #: (label, request bytes of 100 B records, requests per round) for (4) in process
@@ -514,33 +509,55 @@ def disk_ceiling(tmp: Path) -> float:
     return best
 
 
-def dispatcher_for(config: Any, manager: Any, rm: Any, meters: Any = None) -> Any:
-    from broker.handlers.context import BrokerContext, Endpoint
-    from broker.handlers.registry import HandlerRegistry
-    from broker.metrics import BrokerMetrics
-    from broker.partition.producer_ids import ProducerIdManager
-    from broker.server.dispatch import Dispatcher
-    from broker.server.group_commit import GroupCommit
+def app_core(config: BrokerConfig, metrics: BrokerMetrics) -> BrokerCore:
+    """The app's request path (``broker.wiring.build_core`` after
+    ``check_configuration``, as ``BrokerApp.start`` builds it) over the logs of
+    ``config``, loaded, on the app's wall clock. No event
+    loop here: what the app would offload (``produce.inline.max.cost``) runs in
+    this thread (``run_here``). The context advertises 127.0.0.1, where the app
+    puts the address its listener bound. Close it with :func:`close_core`."""
+    from broker.app import wall_ms
+    from broker.handlers.context import Endpoint
+    from broker.partition.partition import run_here
+    from broker.startup import check_configuration
+    from broker.wiring import build_core, open_log_manager, request_meters
 
-    metrics = meters or BrokerMetrics(
-        records_implementation="bench", event_loop="none", version="0"
+    plan = check_configuration(config, metrics)
+    meters = request_meters(config, metrics)
+    log_manager = open_log_manager(config, meters=meters, metrics=metrics)
+    log_manager.startup()
+    core = build_core(
+        config,
+        plan,
+        log_manager,
+        meters=meters,
+        time_ms=wall_ms,
+        offload=run_here,
     )
-    context = BrokerContext(
-        config=config,
-        node_id=0,
-        cluster_id="bench",
-        advertised=Endpoint("127.0.0.1", 0),
-        log_manager=manager,
-        replica_manager=rm,
-        meters=metrics,
-        durability=GroupCommit(),
-        producer_ids=ProducerIdManager(config.log_dirs[0]),
-    )
-    dispatcher = Dispatcher(HandlerRegistry(context), metrics)
+    core.context.advertised = Endpoint("127.0.0.1", 9092)
+    return core
+
+
+def close_core(core: BrokerCore) -> None:
+    """Stop what :func:`app_core` started: the groups' timers, the fsync rounds,
+    the authorizer's worker and the logs."""
+    if core.groups is not None:
+        core.groups.timer.cancel_all()  # type: ignore[attr-defined]
+    core.group_commit.close()
+    if core.acl_control is not None:
+        core.acl_control.close()
+    core.log_manager.shutdown()
+
+
+def dispatch_as(core: BrokerCore, principal: str) -> Any:
+    """``frame -> outcome`` through ``core``'s dispatcher on a fake PLAINTEXT
+    connection of ``principal`` that must never be closed."""
+
+    who = principal
 
     class Conn:
         peer = "bench"
-        principal = "User:ANONYMOUS"
+        principal = who
         peer_host = "127.0.0.1"
         listener_name = "PLAINTEXT"
         sasl = None  # not a SASL listener (server/sasl_gate.py)
@@ -548,9 +565,10 @@ def dispatcher_for(config: Any, manager: Any, rm: Any, meters: Any = None) -> An
         client_software_version = None
 
         def close(self) -> None:
-            raise AssertionError("closed")
+            raise AssertionError("closed: the request failed")
 
     conn = Conn()
+    dispatcher = core.dispatcher
     return lambda frame: dispatcher.handle_frame(frame, conn)  # type: ignore[arg-type]
 
 
@@ -595,7 +613,7 @@ def run_all(report: Report, tmp: Path) -> None:
 
     # (2) load generator, 1 MB requests, vs the same work in process; rounds alternate
     # so that noise from other processes on the machine hits both sides alike
-    inproc = InProcess(tmp, "inproc", through_dispatcher=False)
+    inproc = InProcess(tmp, "inproc", through_dispatcher=False, metrics_enabled=False)
     dispatched = InProcess(tmp, "dispatch", through_dispatcher=True)
     try:
         with broker(tmp, "b2") as (port, server):
