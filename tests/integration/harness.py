@@ -21,10 +21,29 @@ from pathlib import Path
 HOST = "127.0.0.1"
 
 
+#: ports :func:`free_port` handed out in this process
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
+    """A port free on HOST now that this process has not handed out before.
+
+    Two binds to port 0 in a row may return the same port (the kernel picks
+    one at random from the ephemeral range), and a broker whose listener and
+    metrics listener got one port cannot start.
+    """
+    for _ in range(1000):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((HOST, 0))
+            port = int(s.getsockname()[1])
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
+    raise RuntimeError("no port left that this test process has not handed out")
+
+
+class _PortTaken(RuntimeError):
+    """The broker could not bind a port found free a moment before."""
 
 
 class BrokerProcess:
@@ -61,6 +80,30 @@ class BrokerProcess:
         return int(self.proc.returncode)
 
     def start(self, timeout: float = 30.0) -> BrokerProcess:
+        """Start the broker and wait until /readyz answers.
+
+        A port found free may be taken by another process (another test's
+        client connection, say) before the broker binds it; the broker then
+        exits at once saying so, and the start is tried again on fresh ports
+        (three times at most).
+        """
+        for attempt in range(3):
+            try:
+                return self._start_once(timeout)
+            except _PortTaken:
+                if attempt == 2:
+                    raise
+                self._new_ports()
+        raise AssertionError("unreachable")
+
+    def _new_ports(self) -> None:
+        old = (f"{HOST}:{self.port}", f"{HOST}:{self.metrics_port}")
+        self.port, self.metrics_port = free_port(), free_port()
+        new = (f"{HOST}:{self.port}", f"{HOST}:{self.metrics_port}")
+        for key, value in self.overrides.items():
+            self.overrides[key] = value.replace(old[0], new[0]).replace(old[1], new[1])
+
+    def _start_once(self, timeout: float) -> BrokerProcess:
         args = [sys.executable, "-m", "broker", "serve"]
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]
@@ -72,7 +115,12 @@ class BrokerProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"broker exited with {self.proc.returncode}:\n{self.log()}")
+                self._log.close()
+                log = self.log()
+                ports = (self.port, self.metrics_port)
+                if any(f"port {p} is already in use" in log for p in ports):
+                    raise _PortTaken(log)
+                raise RuntimeError(f"broker exited with {self.proc.returncode}:\n{log}")
             if self.ready():
                 return self
             time.sleep(0.05)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.integration.harness import free_port
 
 pytestmark = [pytest.mark.container, pytest.mark.integration]
 
@@ -182,13 +183,6 @@ TOPIC = "container-e2e"
 RECORDS = [
     (f"key-{i}".encode(), f"container value {i} {uuid.uuid4().hex}".encode()) for i in range(5)
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def http_get(port: int, path: str) -> tuple[int, bytes]:

@@ -5,7 +5,9 @@ metrics port taken by a socket the test holds, a log dir under a regular
 file, a malformed ``listeners`` value. Each ends within the test's bound with
 exit code 1 (the machine) or 2 (the configuration), one ``broker:`` line on
 stderr naming the listener, port, key or file, and no traceback. What the
-failed start bound is closed again: the other port is free afterwards.
+failed start bound is closed again: the other port is free afterwards. The
+harness's :class:`BrokerProcess` reads that line to start again on fresh ports
+when a port it found free was taken before the broker bound it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.harness import HOST, free_port
+from tests.integration.harness import HOST, BrokerProcess, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -115,3 +117,22 @@ def test_a_malformed_listeners_value_is_one_line(tmp_path: Path) -> None:
         " expected NAME://host:port[,NAME://host:port]"
     )
     assert not (tmp_path / "data").exists()
+
+
+def test_the_harness_hands_out_a_port_once() -> None:
+    # two binds to port 0 in a row may return one port; a broker given it for
+    # both listeners cannot start (the cause of a CI failure)
+    ports = [free_port() for _ in range(200)]
+    assert len(set(ports)) == len(ports)
+
+
+def test_the_harness_retries_a_start_whose_port_was_taken_meanwhile(
+    tmp_path: Path, taken: int
+) -> None:
+    broker = BrokerProcess(tmp_path / "data")
+    broker.overrides["listeners"] = f"PLAINTEXT://{HOST}:{taken}"
+    broker.port = taken
+    with broker:
+        assert broker.port != taken
+        assert broker.overrides["listeners"] == f"PLAINTEXT://{HOST}:{broker.port}"
+        assert f"port {taken} is already in use" in broker.log()
