@@ -15,7 +15,7 @@ small protocols below; the app hands the real objects in.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -104,15 +104,7 @@ class ConnectionInfo(Protocol):
 
 
 class Durability(Protocol):
-    """Waits until the logs are durable up to the given offsets (group commit).
-
-    ``wait_flushed`` asks for the fsync when it is called and returns what
-    to await (True, or False on timeout): call it in the handler's
-    synchronous part."""
-
-    def wait_flushed(
-        self, targets: Sequence[tuple[UnifiedLog, int]], timeout_s: float
-    ) -> Awaitable[bool]: ...
+    """Waits until the logs are durable up to the given offsets (group commit)."""
 
     def when_flushed(
         self,
@@ -120,8 +112,10 @@ class Durability(Protocol):
         timeout_s: float,
         on_done: Callable[[bool | BaseException], None],
     ) -> bool:
-        """``wait_flushed`` with a callback (True, False on timeout, or the
-        error); False, without calling it, when nothing needs a round."""
+        """Ask for a round now (call it in the handler's synchronous part);
+        ``on_done`` is called once, on the event loop's thread, with True,
+        False (timed out) or the round's error. False, without calling it,
+        when nothing needs a round."""
         ...
 
 

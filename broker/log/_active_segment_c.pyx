@@ -111,7 +111,6 @@ cdef class ActiveSegment:
     cdef public int64_t flush_messages
     cdef public object producer_state
     cdef public object leader_epoch_cache
-    cdef public list leader_epochs
     cdef public object time_ms
     # the active segment's
     cdef public object segment
@@ -147,7 +146,6 @@ cdef class ActiveSegment:
         self.flush_messages = 0
         self.producer_state = None
         self.leader_epoch_cache = None
-        self.leader_epochs = []
         self.map_end_offset = 0
         self.time_ms = None
         self.segment = None
@@ -185,7 +183,6 @@ cdef class ActiveSegment:
         producer_state._active = self
         self.producer_state = producer_state
         self.leader_epoch_cache = leader_epoch_cache
-        self.leader_epochs = leader_epoch_cache._epochs
         self.time_ms = time_ms
 
     # ---- which segment ----------------------------------------------------------------------
@@ -491,7 +488,6 @@ cdef class ActiveSegment:
     cdef object _append_batch(self, log, records, const uint8_t* b, Py_ssize_t size):
         cdef int64_t base, last, max_ts
         cdef int32_t epoch
-        cdef list epochs
         if size < RECORDS_OFFSET or b[MAGIC_OFFSET] != MAGIC_V2:
             return None
         if self.closed or self.segment is None:
@@ -515,15 +511,7 @@ cdef class ActiveSegment:
             return None
         epoch = _i32(b, PARTITION_LEADER_EPOCH_OFFSET)
         if epoch >= 0:  # UnifiedLog.maybeAssignEpochStartOffset
-            # LeaderEpochCache.assign's own first test, kept here to save the call
-            epochs = self.leader_epochs
-            latest = epochs[len(epochs) - 1] if epochs else None
-            if (
-                not isinstance(latest, tuple)
-                or <int64_t>(<tuple>latest)[0] != epoch  # EpochEntry.epoch
-                or base < <int64_t>(<tuple>latest)[1]  # EpochEntry.start_offset
-            ):
-                self.leader_epoch_cache.assign(epoch, base)
+            self.leader_epoch_cache.assign(epoch, base)
         self._append_to_segment(last, max_ts, last, records, b, size)
         self.log_end_offset = last + 1
         self.map_end_offset = last + 1  # ProducerStateManager.update_map_end_offset

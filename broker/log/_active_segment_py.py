@@ -26,7 +26,6 @@ calls :meth:`attach` whenever its last segment changes)::
 
     UnifiedLog    log_start_offset
     ProducerStateManager  map_end_offset
-    LeaderEpochCache      leader_epochs (its entry list, read)
     LocalLog      log_end_offset, recovery_point, closed, config
                   (+ the roll limits taken from it: max_segment_ms,
                   segment_bytes, flush_messages)
@@ -75,7 +74,6 @@ from broker.records.batch import (
 
 if TYPE_CHECKING:
     from broker.config import TopicConfig
-    from broker.log.checkpoints import EpochEntry
     from broker.log.file_records import FileRecords
     from broker.log.leader_epoch import LeaderEpochCache
     from broker.log.offset_index import OffsetIndex
@@ -101,7 +99,6 @@ class ActiveSegment:
         "flush_messages",
         "index_interval_bytes",
         "leader_epoch_cache",
-        "leader_epochs",
         "log_end_offset",
         "log_file",
         "log_start_offset",
@@ -139,7 +136,6 @@ class ActiveSegment:
         self.flush_messages = 0
         self.producer_state: ProducerStateManager | None = None
         self.leader_epoch_cache: LeaderEpochCache | None = None
-        self.leader_epochs: list[EpochEntry] = []
         self.map_end_offset = 0
         self.time_ms: Callable[[], int] | None = None
         self.segment: LogSegment | None = None
@@ -182,13 +178,11 @@ class ActiveSegment:
     ) -> None:
         """The partition state :meth:`append_batch` updates, and the clock
         (``UnifiedLog``): from now on this holds the producer state's map end
-        offset, and reads the leader epoch cache's entries (a list the cache
-        never rebinds)."""
+        offset."""
         self.map_end_offset = producer_state._last_map_offset
         producer_state._active = self
         self.producer_state = producer_state
         self.leader_epoch_cache = leader_epoch_cache
-        self.leader_epochs = leader_epoch_cache._epochs
         self.time_ms = time_ms
 
     # ---- which segment ----------------------------------------------------------------------
@@ -449,10 +443,7 @@ class ActiveSegment:
         ):
             return None
         if epoch >= 0:  # UnifiedLog.maybeAssignEpochStartOffset
-            # LeaderEpochCache.assign's own first test, kept here to save the call
-            epochs = self.leader_epochs
-            if not epochs or epochs[-1].epoch != epoch or base < epochs[-1].start_offset:
-                self.leader_epoch_cache.assign(epoch, base)
+            self.leader_epoch_cache.assign(epoch, base)
         self.append_to_segment(last, max_ts, last, view)
         self.log_end_offset = last + 1
         self.map_end_offset = last + 1  # ProducerStateManager.update_map_end_offset

@@ -33,8 +33,6 @@ class LeaderEpochCache:
         # like Kafka's CheckpointFile constructor: the file exists (maybe empty)
         # from the moment the cache does
         self._checkpoint.path.touch(exist_ok=True)
-        #: mutated in place, never rebound: the log's append owner reads it
-        #: (``ActiveSegment.bind``)
         self._epochs: list[EpochEntry] = []
         for entry in self._checkpoint.read():
             self._assign(entry)
@@ -74,7 +72,7 @@ class LeaderEpochCache:
         """Add (epoch, start offset) if new; writes the checkpoint when it changed."""
         epochs = self._epochs
         if epochs and epochs[-1].epoch == epoch and start_offset >= epochs[-1].start_offset:
-            return False  # the common case of the append path: nothing new
+            return False  # the common case of the append path (once per batch): nothing new
         if self._assign(EpochEntry(epoch, start_offset)):
             self._write()
             return True

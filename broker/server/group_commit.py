@@ -63,8 +63,7 @@ loop's time), nor a future awaited by a task: the produce handler answers
 from the callback through a ``DelayedReply`` (``broker/delayed.py``),
 which the dispatcher and the connection listen to, so an acks=all request
 makes no task, no coroutine and no future, and its answer reaches the
-connection within the round's callback. ``wait_flushed`` is the same wait
-as an awaitable, for callers that want one.
+connection within the round's callback.
 
 State shared by the two threads (the wanted offsets, the waiters, the
 closing flag) lives under one condition variable, held for microseconds.
@@ -79,7 +78,7 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from broker.log.local_log import LocalLog, flush_together
@@ -157,34 +156,24 @@ class GroupCommit:
         #: rounds started so far (read by tests and benchmarks)
         self.rounds = 0
 
-    def wait_flushed(
-        self, targets: Sequence[tuple[UnifiedLog, int]], timeout_s: float
-    ) -> Awaitable[bool]:
-        """Ask for a round now; the awaitable gives True once every ``(log,
-        offset)`` is durable below ``offset``, False when ``timeout_s`` passes
-        first, and raises OSError if an fsync failed.
-
-        Not a coroutine function on purpose: the request is registered when
-        this is called, in the handler's synchronous part, not when the
-        caller's task first runs. The connection starts that task only after
-        it has cut and handled every frame of the data it just read, so with
-        ``async def`` four 1 MB requests read together would all wait for the
-        last one's validation before the first round could start."""
-        fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        if not self.when_flushed(targets, timeout_s, functools.partial(_resolve, fut)):
-            fut.set_result(True)
-        return fut
-
     def when_flushed(
         self,
         targets: Sequence[tuple[UnifiedLog, int]],
         timeout_s: float,
         on_done: Callable[[FlushOutcome], None],
     ) -> bool:
-        """:meth:`wait_flushed` with a callback: ``on_done`` is called once, on
-        this event loop's thread, with True, False (timed out) or the round's
-        error. Returns False, and never calls ``on_done``, when every target is
-        durable already."""
+        """Ask for a round now: ``on_done`` is called once, on this event
+        loop's thread, with True once every ``(log, offset)`` is durable below
+        ``offset``, False when ``timeout_s`` passes first, or the round's error
+        (an OSError of an fsync). Returns False, and never calls ``on_done``,
+        when every target is durable already.
+
+        A plain function on purpose, not a coroutine function: the request is
+        registered when this is called, in the handler's synchronous part, not
+        when a task first runs. The connection starts tasks only after it has
+        cut and handled every frame of the data it just read, so four 1 MB
+        requests read together would all wait for the last one's validation
+        before the first round could start."""
         pending = [(lg, off) for lg, off in targets if lg.recovery_point < off]
         if not pending:
             return False
@@ -322,18 +311,3 @@ def _settle(waiters: list[_Waiter], error: BaseException | None) -> None:
     for waiter in waiters:
         waiter.timer.cancel()
         waiter.answer(outcome)  # skipped if it timed out already
-
-
-def _resolve(fut: asyncio.Future[bool], outcome: FlushOutcome) -> None:
-    """``wait_flushed``'s callback: the outcome into its future."""
-    if fut.done():
-        return  # given up by its awaiter
-    if isinstance(outcome, BaseException):
-        fut.set_exception(outcome)
-        fut.add_done_callback(_retrieve)  # read even if its awaiter is gone
-    else:
-        fut.set_result(outcome)
-
-
-def _retrieve(fut: asyncio.Future[bool]) -> None:
-    fut.exception()

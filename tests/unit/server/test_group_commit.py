@@ -6,6 +6,7 @@ import asyncio
 import os
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,27 @@ def as_log(fake: FakeLog) -> Any:
     return fake
 
 
+def wait_flushed(
+    commit: GroupCommit, targets: Sequence[tuple[UnifiedLog, int]], timeout_s: float
+) -> asyncio.Future[bool]:
+    """``commit.when_flushed`` as a future, asked for now: True once durable
+    (also when nothing needed a round), False on timeout, the round's error
+    raised."""
+    fut: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+    def done(outcome: bool | BaseException) -> None:
+        if fut.done():
+            return  # its awaiter gave up
+        if isinstance(outcome, BaseException):
+            fut.set_exception(outcome)
+        else:
+            fut.set_result(outcome)
+
+    if not commit.when_flushed(targets, timeout_s, done):
+        fut.set_result(True)
+    return fut
+
+
 @pytest.fixture
 def commit() -> Any:
     gc = GroupCommit()
@@ -66,7 +88,7 @@ def test_the_round_starts_when_asked_not_when_awaited(tmp_path: Path, commit: Gr
     log.append(v2_batch(0, [b"a", b"b"]))
 
     async def scenario() -> None:
-        waiting = commit.wait_flushed([(log, 2)], 5)
+        waiting = wait_flushed(commit, [(log, 2)], 5)
         # not awaited yet: the flusher thread works on it already
         deadline = time.monotonic() + 5
         while log.recovery_point < 2 and time.monotonic() < deadline:
@@ -84,7 +106,7 @@ def test_a_durable_offset_needs_no_round(commit: GroupCommit) -> None:
     fake.recovery_point = 10
 
     async def scenario() -> bool:
-        return await commit.wait_flushed([(as_log(fake), 10)], 5)
+        return await wait_flushed(commit, [(as_log(fake), 10)], 5)
 
     assert run(scenario()) is True
     assert commit.rounds == 0 and fake.asked == []
@@ -96,7 +118,7 @@ def test_each_waiting_log_starts_its_writeback_when_asked(commit: GroupCommit) -
     durable.recovery_point = 10
 
     async def scenario() -> bool:
-        pending = commit.wait_flushed([(as_log(waiting), 5), (as_log(durable), 10)], 5)
+        pending = wait_flushed(commit, [(as_log(waiting), 5), (as_log(durable), 10)], 5)
         # asked for at once, on this (the loop's) thread, before the round runs
         assert waiting.writebacks == [threading.current_thread().name]
         waiting.release.set()
@@ -112,13 +134,13 @@ def test_requests_during_a_round_share_the_next_one(commit: GroupCommit) -> None
     a.release.clear()
 
     async def scenario() -> list[bool]:
-        first = asyncio.ensure_future(commit.wait_flushed([(as_log(a), 1)], 5))
+        first = asyncio.ensure_future(wait_flushed(commit, [(as_log(a), 1)], 5))
         await asyncio.get_running_loop().run_in_executor(None, a.entered.wait, 5)
         # round 1 is inside a's flush: these three wait for round 2, together
         later = [
-            asyncio.ensure_future(commit.wait_flushed([(as_log(a), 2)], 5)),
-            asyncio.ensure_future(commit.wait_flushed([(as_log(a), 5), (as_log(b), 3)], 5)),
-            asyncio.ensure_future(commit.wait_flushed([(as_log(b), 7)], 5)),
+            asyncio.ensure_future(wait_flushed(commit, [(as_log(a), 2)], 5)),
+            asyncio.ensure_future(wait_flushed(commit, [(as_log(a), 5), (as_log(b), 3)], 5)),
+            asyncio.ensure_future(wait_flushed(commit, [(as_log(b), 7)], 5)),
         ]
         await asyncio.sleep(0.05)
         a.release.set()
@@ -136,9 +158,9 @@ def test_an_fsync_error_reaches_every_waiter_of_its_round_only(commit: GroupComm
 
     async def scenario() -> None:
         with pytest.raises(OSError, match="Input/output"):
-            await commit.wait_flushed([(as_log(fake), 1)], 5)
+            await wait_flushed(commit, [(as_log(fake), 1)], 5)
         fake.fail = None
-        assert await commit.wait_flushed([(as_log(fake), 1)], 5) is True
+        assert await wait_flushed(commit, [(as_log(fake), 1)], 5) is True
 
     run(scenario())
     assert commit.rounds == 2
@@ -166,7 +188,7 @@ def test_the_logs_of_one_round_are_flushed_at_the_same_time(commit: GroupCommit)
         log.flush = overlapping(log)  # type: ignore[method-assign]
 
     async def scenario() -> bool:
-        return await commit.wait_flushed([(as_log(log), 3) for log in logs], 5)
+        return await wait_flushed(commit, [(as_log(log), 3) for log in logs], 5)
 
     assert run(scenario()) is True
     assert [log.recovery_point for log in logs] == [3, 3, 3]
@@ -181,7 +203,7 @@ def test_an_error_of_one_log_in_a_round_of_several_fails_its_waiters(
 
     async def scenario() -> None:
         with pytest.raises(OSError, match="No space"):
-            await commit.wait_flushed([(as_log(good), 2), (as_log(bad), 2)], 5)
+            await wait_flushed(commit, [(as_log(good), 2), (as_log(bad), 2)], 5)
 
     run(scenario())
     assert good.recovery_point == 2  # the other log's flush still ran to its end
@@ -194,7 +216,7 @@ def test_a_waiter_that_times_out_gets_false_and_the_round_still_completes(
     fake.release.clear()
 
     async def scenario() -> bool:
-        return await commit.wait_flushed([(as_log(fake), 4)], 0.05)
+        return await wait_flushed(commit, [(as_log(fake), 4)], 0.05)
 
     assert run(scenario()) is False
     fake.release.set()
@@ -209,7 +231,7 @@ def test_close_finishes_the_rounds_asked_for(tmp_path: Path) -> None:
 
     async def scenario() -> None:
         # registered, never awaited to the end: close() still flushes it
-        waiting = commit.wait_flushed([(as_log(fake), 9)], 5)
+        waiting = wait_flushed(commit, [(as_log(fake), 9)], 5)
         task = asyncio.ensure_future(waiting)
         await asyncio.sleep(0)
         task.cancel()
@@ -223,7 +245,7 @@ def test_close_finishes_the_rounds_asked_for(tmp_path: Path) -> None:
 
 
 async def _ask(commit: GroupCommit, fake: FakeLog) -> bool:
-    return await commit.wait_flushed([(as_log(fake), 99)], 1)
+    return await wait_flushed(commit, [(as_log(fake), 99)], 1)
 
 
 def test_the_fsyncs_run_below_the_event_loops_priority(commit: GroupCommit) -> None:
@@ -248,8 +270,8 @@ def test_the_fsyncs_run_below_the_event_loops_priority(commit: GroupCommit) -> N
     one.flush = nice_of_caller(one)  # type: ignore[method-assign]
 
     async def scenario() -> None:
-        assert await commit.wait_flushed([(as_log(log), 1) for log in logs], 5)
-        assert await commit.wait_flushed([(as_log(one), 1)], 5)  # in the flusher itself
+        assert await wait_flushed(commit, [(as_log(log), 1) for log in logs], 5)
+        assert await wait_flushed(commit, [(as_log(one), 1)], 5)  # in the flusher itself
 
     base = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     run(scenario())
@@ -265,8 +287,8 @@ def test_a_timed_out_waiter_is_skipped_when_its_round_fails(commit: GroupCommit)
     slow.fail = OSError(5, "Input/output error")
 
     async def scenario() -> tuple[bool, BaseException | None]:
-        timed_out = await commit.wait_flushed([(as_log(slow), 3)], 0.05)
-        later = commit.wait_flushed([(as_log(slow), 4)], 5)
+        timed_out = await wait_flushed(commit, [(as_log(slow), 3)], 0.05)
+        later = wait_flushed(commit, [(as_log(slow), 4)], 5)
         slow.release.set()
         try:
             await later
@@ -298,7 +320,7 @@ def _syncfs_round(logs: list[UnifiedLog]) -> bool:
     commit = GroupCommit("syncfs")
 
     async def scenario() -> bool:
-        return await commit.wait_flushed([(log, 2) for log in logs], 5)
+        return await wait_flushed(commit, [(log, 2) for log in logs], 5)
 
     try:
         return run(scenario())
