@@ -148,6 +148,9 @@ class BrokerApp:
         #: the request path (broker/wiring.py), built once the logs are loaded
         self.core: BrokerCore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: what ``broker serve`` exits with once stopped: 1 when every log dir failed
+        self.exit_code = 0
+        self.log_manager.on_all_dirs_offline = self._all_dirs_offline
 
     # ---- start ----------------------------------------------------------------------------
 
@@ -427,6 +430,23 @@ class BrokerApp:
     def request_stop(self) -> None:
         self._stopping.set()
 
+    def _all_dirs_offline(self) -> None:
+        """Every log dir failed (any thread): stop, exit code 1. Kafka halts at
+        once (``LogManager.handleLogDirFailure``); here the connections are
+        closed and the other state shut down first, the logs' dirs left alone."""
+        self.exit_code = 1
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self.request_stop()
+        else:
+            loop.call_soon_threadsafe(self.request_stop)
+
     async def serve_forever(self) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -492,7 +512,16 @@ class BrokerApp:
         await loop.run_in_executor(None, self.log_manager.stop_cleaner)
         await loop.run_in_executor(None, self.log_manager.shutdown)
         await self.ops.stop()
-        log.info("shut down cleanly")
+        offline = self.log_manager.offline_log_dirs
+        if offline:
+            log.error(
+                "shut down with %d of %d log dirs offline: %s",
+                len(offline),
+                len(self.log_manager.log_dirs),
+                ", ".join(str(d) for d in offline),
+            )
+        else:
+            log.info("shut down cleanly")
 
 
 def _log_reload_error(listener: str, message: str) -> None:
@@ -638,7 +667,7 @@ def run(args: argparse.Namespace) -> int:
             gc.collect()
             gc.freeze()
             await app.serve_forever()
-            return 0
+            return app.exit_code
         if app is not None:
             await app.abort_start()
         return code

@@ -152,6 +152,10 @@ class LogManager:
         self.config_store = TopicConfigStore(self.log_dirs, self.broker_config)
         self.cluster_id: str | None = self.broker_config.get("cluster.id")
         self.directory_ids: dict[Path, str] = {}
+        #: log dir -> why it went offline (Kafka's ``LogDirFailureChannel``)
+        self._offline_dirs: dict[Path, str] = {}
+        #: called (from whichever thread saw the last failure) once no log dir is left
+        self.on_all_dirs_offline: Callable[[], None] | None = None
         self._started = False
         cleaner_config = CleanerConfig.from_broker(self.broker_config)
         #: the log cleaner (None with log.cleaner.enable=false)
@@ -363,8 +367,10 @@ class LogManager:
         return self._logs.get(tp)
 
     def all_logs(self) -> list[UnifiedLog]:
+        """The logs of the live log dirs (an offline dir's logs take no part in
+        retention, flushes, checkpoints or cleaning)."""
         with self._lock:
-            return list(self._logs.values())
+            return list(self._snapshot_logs().values())
 
     def logs_by_topic(self, topic: str) -> dict[int, UnifiedLog]:
         with self._lock:
@@ -394,7 +400,49 @@ class LogManager:
 
     def _snapshot_logs(self) -> dict[TopicPartition, UnifiedLog]:
         with self._lock:
-            return dict(self._logs)
+            offline = self._offline_dirs
+            if not offline:
+                return dict(self._logs)
+            return {tp: lg for tp, lg in self._logs.items() if lg.dir.parent not in offline}
+
+    # ---- log dir failures -----------------------------------------------------------------------
+
+    @property
+    def live_log_dirs(self) -> list[Path]:
+        return [d for d in self.log_dirs if d not in self._offline_dirs]
+
+    @property
+    def offline_log_dirs(self) -> dict[Path, str]:
+        """Offline log dir -> the error that took it offline."""
+        return dict(self._offline_dirs)
+
+    def handle_log_dir_failure(self, log_dir: Path, message: str) -> None:
+        """An I/O error in ``log_dir`` (``message`` says which, Kafka's wording):
+        the dir goes offline (``LogDirFailureChannel.maybeAddOfflineLogDir``,
+        ``LogManager.handleLogDirFailure``). Its logs refuse appends and reads
+        from now on (KAFKA_STORAGE_ERROR, as Kafka's offline partitions answer)
+        and take no part in the periodic tasks; their descriptors stay open until
+        shutdown, so a read already handed a file slice never meets a reused
+        descriptor. Once no log dir is left, :attr:`on_all_dirs_offline` is
+        called (Kafka halts the broker). Any thread; the first failure of a dir
+        counts, later ones are ignored."""
+        with self._lock:
+            if log_dir not in self.log_dirs or log_dir in self._offline_dirs:
+                return
+            self._offline_dirs[log_dir] = message
+            gone = [lg for lg in self._logs.values() if lg.dir.parent == log_dir]
+            live = self.live_log_dirs
+        logger.error("%s", message)
+        logger.error("Stopping serving logs in dir %s (%d partitions offline)", log_dir, len(gone))
+        for lg in gone:
+            lg.mark_deleted()  # refuses appends and reads, keeps the descriptors
+        if not live:
+            logger.critical(
+                "Shutdown broker because all log dirs in %s have failed",
+                ", ".join(str(d) for d in self.log_dirs),
+            )
+            if self.on_all_dirs_offline is not None:
+                self.on_all_dirs_offline()
 
     def topic_id(self, topic: str) -> bytes | None:
         return self._topic_ids.get(topic)
@@ -415,13 +463,19 @@ class LogManager:
     # ---- creating and deleting ------------------------------------------------------------------
 
     def _next_log_dir(self) -> Path:
-        """The log dir with the fewest partitions (Kafka's ``nextLogDirs``)."""
-        counts = dict.fromkeys(self.log_dirs, 0)
+        """The live log dir with the fewest partitions (Kafka's ``nextLogDirs``)."""
+        live = self.live_log_dirs
+        if not live:
+            failed = ", ".join(str(d) for d in self.log_dirs)
+            raise KafkaStorageError(
+                f"No log directory is online to create a log in: {failed} failed"
+            )
+        counts = dict.fromkeys(live, 0)
         for log in self._logs.values():
             parent = log.dir.parent
             if parent in counts:
                 counts[parent] += 1
-        return min(self.log_dirs, key=lambda d: counts[d])
+        return min(live, key=lambda d: counts[d])
 
     def create_topic(
         self, topic: str, partitions: int, overrides: Mapping[str, object] | None = None
@@ -507,10 +561,23 @@ class LogManager:
         except a log being cleaned, which waits for the next tick.
         """
         cleaner = self.cleaner
-        return sum(
-            log.delete_old_segments()
-            for log in self.all_logs()
-            if cleaner is None or not cleaner.manager.is_cleaning(log.topic_partition)
+        deleted = 0
+        for log in self.all_logs():
+            if cleaner is not None and cleaner.manager.is_cleaning(log.topic_partition):
+                continue
+            try:
+                deleted += log.delete_old_segments()
+            except OSError as exc:
+                self._io_failed(log, "deleting segments of", exc)
+        return deleted
+
+    def _io_failed(self, log: UnifiedLog, doing: str, exc: OSError) -> None:
+        """An I/O error of one log's files takes its dir offline (Kafka's
+        ``UnifiedLog.maybeHandleIOException``: ``Error while flushing log for
+        ... in dir ...``)."""
+        parent = log.dir.parent
+        self.handle_log_dir_failure(
+            parent, f"Error while {doing} {log.topic_partition} in dir {parent}: {exc}"
         )
 
     def flush_dirty_logs(self, now_ms: int | None = None) -> int:
@@ -524,7 +591,7 @@ class LogManager:
                 elif log.maybe_flush_after_roll():
                     flushed += 1
             except OSError as exc:
-                logger.error("Error flushing %s: %s", log.topic_partition, exc)
+                self._io_failed(log, "flushing log for", exc)
         return flushed
 
     def remove_expired_producers(self, now_ms: int | None = None) -> int:
@@ -536,25 +603,47 @@ class LogManager:
             return {tp: log for tp, log in self._logs.items() if log.dir.parent == log_dir}
 
     def checkpoint_recovery_offsets(self) -> None:
-        for log_dir in self.log_dirs:
+        """The recovery point of every log, per live log dir; a dir whose file
+        cannot be written goes offline (``checkpointRecoveryOffsetsInDir``)."""
+        for log_dir in self.live_log_dirs:
             logs = self._logs_in_dir(log_dir)
-            recovery_point_checkpoint(log_dir).write(
-                {tp: log.recovery_point for tp, log in logs.items()}
-            )
+            try:
+                recovery_point_checkpoint(log_dir).write(
+                    {tp: log.recovery_point for tp, log in logs.items()}
+                )
+            except OSError as exc:
+                self.handle_log_dir_failure(
+                    log_dir,
+                    f"Disk error while writing recovery offsets checkpoint in directory "
+                    f"{log_dir}: {exc}",
+                )
 
     def checkpoint_log_start_offsets(self) -> None:
-        """Only logs whose start offset is above their first segment (Kafka)."""
-        for log_dir in self.log_dirs:
+        """Only logs whose start offset is above their first segment (Kafka); a
+        dir whose file cannot be written goes offline."""
+        for log_dir in self.live_log_dirs:
             offsets = {}
             for tp, log in self._logs_in_dir(log_dir).items():
                 segments = log.segments
                 if segments and log.log_start_offset > segments[0].base_offset:
                     offsets[tp] = log.log_start_offset
-            log_start_offset_checkpoint(log_dir).write(offsets)
+            try:
+                log_start_offset_checkpoint(log_dir).write(offsets)
+            except OSError as exc:
+                self.handle_log_dir_failure(
+                    log_dir,
+                    f"Disk error while writing log start offsets checkpoint in directory "
+                    f"{log_dir}: {exc}",
+                )
 
     def delete_expired_files(self, now_ms: int | None = None) -> int:
         now = self._time_ms() if now_ms is None else now_ms
-        count = sum(log.delete_expired_files(now) for log in self.all_logs())
+        count = 0
+        for log in self.all_logs():
+            try:
+                count += log.delete_expired_files(now)
+            except OSError as exc:
+                self._io_failed(log, "deleting files of", exc)
         with self._lock:
             due = [(p, lg) for deadline, p, lg in self._pending_dir_deletes if deadline <= now]
             self._pending_dir_deletes = [e for e in self._pending_dir_deletes if e[0] > now]
@@ -581,11 +670,15 @@ class LogManager:
             if not errors:
                 self.checkpoint_recovery_offsets()
                 self.checkpoint_log_start_offsets()
-                for log_dir in self.log_dirs:
+                for log_dir in self.live_log_dirs:
                     if self._had_clean_shutdown.get(log_dir) or self._loaded_completely.get(
                         log_dir
                     ):
                         CleanShutdownFile(log_dir).write(broker_epoch)
+            with self._lock:
+                offline = [lg for lg in self._logs.values() if lg.dir.parent in self._offline_dirs]
+            for log in offline:
+                log.close_handlers()  # nothing flushed or checkpointed in an offline dir
             with self._lock:
                 pending = [(p, lg) for _, p, lg in self._pending_dir_deletes]
                 self._pending_dir_deletes = []
