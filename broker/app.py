@@ -166,6 +166,7 @@ class BrokerApp:
             raise log_dir_failure(exc, plan.log_dirs) from None
         self._logs_loaded = True
         self.metrics.log_provider = self._log_samples
+        self.metrics.offline_dirs_provider = lambda: len(self.log_manager.offline_log_dirs)
         cleaner = self.log_manager.cleaner
         if cleaner is not None:
             self.metrics.cleaner_provider = cleaner.snapshot

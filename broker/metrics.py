@@ -100,6 +100,8 @@ class LogSample(NamedTuple):
 
 
 LogProvider = Callable[[], Iterable[LogSample]]
+#: how many log dirs are offline (``LogManager.offline_log_dirs``)
+OfflineDirsProvider = Callable[[], int]
 
 #: consumer lag series exported at most (one per group, topic and partition with a
 #: committed offset); the rest are counted in kafka_consumer_group_lag_series_dropped
@@ -386,6 +388,12 @@ class _LogCollector(Collector):
         segs = GaugeMetricFamily(
             f"{NAMESPACE}_log_segments", "Number of segments (Log.NumLogSegments).", labels=labels
         )
+        offline = GaugeMetricFamily(
+            f"{NAMESPACE}_log_offline_directories",
+            "Log dirs taken offline by an I/O error (LogManager.OfflineLogDirectoryCount).",
+        )
+        count_offline = self._metrics.offline_dirs_provider
+        offline.add_metric([], count_offline() if count_offline is not None else 0)
         provider = self._metrics.log_provider
         if provider is not None:
             for s in provider():
@@ -394,7 +402,7 @@ class _LogCollector(Collector):
                 lso.add_metric(lv, s.log_start_offset)
                 size.add_metric(lv, s.size_bytes)
                 segs.add_metric(lv, s.num_segments)
-        yield from (leo, lso, size, segs)
+        yield from (leo, lso, size, segs, offline)
 
 
 class _ConnectionCollector(Collector):
@@ -578,6 +586,7 @@ class BrokerMetrics:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         self.max_client_label_values = max_client_label_values
         self.log_provider: LogProvider | None = None
+        self.offline_dirs_provider: OfflineDirsProvider | None = None
         #: the log cleaner's gauges (None: no cleaner, no series)
         self.cleaner_provider: CleanerProvider | None = None
         self.connection_provider: ConnectionProvider | None = None
@@ -1028,6 +1037,7 @@ class NullMetrics:
         self._topic = TopicMetrics(*([noop] * 10))  # type: ignore[arg-type]
         self._request = _NullRequestMetrics()
         self.log_provider: LogProvider | None = None
+        self.offline_dirs_provider: OfflineDirsProvider | None = None
         self.cleaner_provider: CleanerProvider | None = None
 
     def connection_meters(

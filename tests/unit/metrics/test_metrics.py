@@ -87,6 +87,14 @@ def test_log_gauges_are_read_at_scrape_time():
     assert samples(m)[("kafka_log_end_offset", (("partition", "0"), ("topic", "t")))] == 9
 
 
+def test_offline_log_dirs_are_read_at_scrape_time():
+    m = make()
+    assert samples(m)[("kafka_log_offline_directories", ())] == 0
+    offline = {"count": 1}
+    m.offline_dirs_provider = lambda: offline["count"]
+    assert samples(m)[("kafka_log_offline_directories", ())] == 1
+
+
 def test_log_cleaner_gauges_are_read_at_scrape_time():
     m = make()
     assert not [k for k in samples(m) if k[0].startswith("kafka_log_cleaner")]
