@@ -13,51 +13,23 @@
 #   BUILDER_BASE       default localhost/broker-builder-base:bookworm
 #   FORCE=1            rebuild even when the tags exist
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-export CONTAINERS_CONF="${CONTAINERS_CONF:-$here/containers.conf}"
+# shellcheck source=deploy/container/debian-image.sh
+. "$(dirname "$0")/debian-image.sh"
 
-mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-security="${DEBIAN_SECURITY:-http://deb.debian.org/debian-security}"
 runtime_tag="${RUNTIME_BASE:-localhost/broker-runtime-base:bookworm}"
 builder_tag="${BUILDER_BASE:-localhost/broker-builder-base:bookworm}"
-
-for tool in mmdebstrap podman; do
-  command -v "$tool" >/dev/null || {
-    echo "build-base-images: $tool is missing (scripts/install-system-deps.sh installs it)" >&2
-    exit 1
-  }
-done
-
-# Docs, man pages and translations are dead weight in a container. The
-# merged-usr hook sets up /usr without the usrmerge package (which would pull
-# in perl, 50 MB) and installs usr-is-merged instead.
-slim=(
-  --dpkgopt='path-exclude=/usr/share/man/*'
-  --dpkgopt='path-exclude=/usr/share/info/*'
-  --dpkgopt='path-exclude=/usr/share/doc/*'
-  --dpkgopt='path-include=/usr/share/doc/*/copyright'
-  --dpkgopt='path-exclude=/usr/share/locale/*'
-)
+require_tools build-base-images
 
 build() {
   local tag="$1" packages="$2"
-  if [ -z "${FORCE:-}" ] && podman image exists "$tag"; then
-    echo "build-base-images: $tag exists, skipping"
-    return 0
-  fi
+  image_wanted build-base-images "$tag" || return 0
   local start=$SECONDS
   echo "build-base-images: building $tag ($packages)"
   # The image's pip may install into the system Python (venvs are used
   # anyway); python is python3, as in the python:3.11-slim images.
-  mmdebstrap --quiet --variant=minbase --include="$packages" "${slim[@]}" \
-    --aptopt='APT::Install-Recommends "false"' \
-    --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+  bookworm_rootfs "$packages" \
     --customize-hook='rm -f "$1"/usr/lib/python3.*/EXTERNALLY-MANAGED' \
-    --customize-hook='ln -sf python3 "$1"/usr/bin/python' \
-    bookworm - \
-    "deb $mirror bookworm main" \
-    "deb $mirror bookworm-updates main" \
-    "deb $security bookworm-security main" |
+    --customize-hook='ln -sf python3 "$1"/usr/bin/python' |
     podman import --quiet \
       --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
       --change 'ENV LANG=C.UTF-8' \

@@ -14,40 +14,19 @@
 #   PROMETHEUS_TAG     default localhost/broker-prometheus:bookworm
 #   FORCE=1            rebuild even when the tag exists
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-export CONTAINERS_CONF="${CONTAINERS_CONF:-$here/containers.conf}"
+# shellcheck source=deploy/container/debian-image.sh
+. "$(dirname "$0")/debian-image.sh"
 
-mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-security="${DEBIAN_SECURITY:-http://deb.debian.org/debian-security}"
 tag="${PROMETHEUS_TAG:-localhost/broker-prometheus:bookworm}"
-
-for tool in mmdebstrap podman; do
-  command -v "$tool" >/dev/null || {
-    echo "build-prometheus-image: $tool is missing (scripts/install-system-deps.sh installs it)" >&2
-    exit 1
-  }
-done
-if [ -z "${FORCE:-}" ] && podman image exists "$tag"; then
-  echo "build-prometheus-image: $tag exists, skipping (FORCE=1 rebuilds)"
-  exit 0
-fi
+require_tools build-prometheus-image
+image_wanted build-prometheus-image "$tag" || exit 0
 
 start=$SECONDS
 echo "build-prometheus-image: building $tag from Debian's prometheus package"
 # /prometheus is the data directory compose mounts a volume on; nobody owns it
 # (as in prom/prometheus), so a new volume is writable by the server.
-mmdebstrap --quiet --variant=minbase --include=prometheus,ca-certificates \
-  --dpkgopt='path-exclude=/usr/share/man/*' \
-  --dpkgopt='path-exclude=/usr/share/doc/*' \
-  --dpkgopt='path-include=/usr/share/doc/*/copyright' \
-  --dpkgopt='path-exclude=/usr/share/locale/*' \
-  --aptopt='APT::Install-Recommends "false"' \
-  --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
-  --customize-hook='mkdir -p "$1"/prometheus "$1"/etc/prometheus && chown 65534:65534 "$1"/prometheus' \
-  bookworm - \
-  "deb $mirror bookworm main" \
-  "deb $mirror bookworm-updates main" \
-  "deb $security bookworm-security main" |
+bookworm_rootfs prometheus,ca-certificates \
+  --customize-hook='mkdir -p "$1"/prometheus "$1"/etc/prometheus && chown 65534:65534 "$1"/prometheus' |
   podman import --quiet \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change 'USER 65534:65534' \
