@@ -5,8 +5,9 @@ place a key is known; everything else (``server.properties`` parsing,
 ``--override``, CreateTopics / AlterConfigs validation, DescribeConfigs with
 sources and synonyms, the per-topic ``TopicConfig`` the validator and the log
 read) is derived from them. Topic keys and most broker keys are declared here;
-``BROKER_KEYS`` also takes the security keys (``broker/security_config.py``) and
-the group coordinator's (``broker/group_config_keys.py``), listed in
+``BROKER_KEYS`` also takes the security keys (``broker/security_config.py``), the
+group coordinator's (``broker/group_config_keys.py``) and the transaction
+coordinator's (``broker/transaction_config_keys.py``), listed in
 ``BROKER_KEY_OWNERS``: the whole table exists once this module is imported,
 whatever else was.
 
@@ -34,7 +35,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from broker import group_config_keys, security_config
+from broker import group_config_keys, security_config, transaction_config_keys
 from broker.config_key import (
     INT_MAX,
     INT_MIN,
@@ -870,6 +871,7 @@ BROKER_KEY_OWNERS: Mapping[str, tuple[ConfigKey, ...]] = MappingProxyType(
         "broker.config": _OWN_BROKER_KEYS,
         "broker.security_config": security_config.KEYS,
         "broker.group_config_keys": group_config_keys.KEYS,
+        "broker.transaction_config_keys": transaction_config_keys.KEYS,
     }
 )
 

@@ -1,4 +1,8 @@
-"""A small interpreter of Kafka message schemas for the ``__consumer_offsets`` records.
+"""A small interpreter of Kafka message schemas for the coordinators' records.
+
+Used for ``__consumer_offsets`` (``messages.py``) and ``__transaction_state``
+(``broker/coordinator/transaction/records.py``, which turns
+:class:`GroupRecordError` into its own record error).
 
 A schema is a list of :class:`Field` values transcribed from Kafka's JSON
 (``group-coordinator/src/main/resources/common/message/*.json``); the field

@@ -72,6 +72,7 @@ def test_no_two_owners_declare_the_same_key() -> None:
         "broker.config",
         "broker.security_config",
         "broker.group_config_keys",
+        "broker.transaction_config_keys",
     }
 
 
