@@ -1,11 +1,13 @@
-"""Producer state of idempotent producers and its snapshot files (``ProducerStateManager.java``).
+"""Producer state of idempotent and transactional producers and its snapshot
+files (``ProducerStateManager.java``).
 
 Per producer id the log keeps the epoch and the metadata of the producer's
 last 5 batches (``ProducerStateEntry.NUM_BATCHES_TO_RETAIN``): enough for the
 partition layer to answer a retried batch with its original offsets and to
-check sequence numbers (``ProducerStateEntry.java``; the *checks*,
-``ProducerAppendInfo.java``, live in the partition layer, this module
-stores and answers).
+check sequence numbers (``ProducerStateEntry.java``; the sequence and data
+epoch checks of ``ProducerAppendInfo.java`` live in the partition layer; the
+transaction rules -- INVALID_TXN_STATE, the marker's epoch and coordinator
+epoch checks -- are here, where the transactions are kept).
 
 Snapshot file ``NNNNNNNNNNNNNNNNNNNN.snapshot`` (offset = the producer-state
 end offset, exclusive), big-endian, as ``ProducerStateManager.java`` writes it
