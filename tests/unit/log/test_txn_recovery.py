@@ -12,10 +12,23 @@ import pytest
 
 from broker.config import TopicConfig
 from broker.log import recovery
-from broker.log.producer_state import CompletedTxn, TxnMetadata, list_snapshot_offsets
+from broker.log.producer_state import (
+    CompletedTxn,
+    ProducerStateManager,
+    TxnMetadata,
+    list_snapshot_offsets,
+)
 from broker.log.segment import LogOffsetMetadata
 from broker.log.unified_log import UnifiedLog
-from broker.records.batch import TRANSACTIONAL_FLAG_MASK
+from broker.records.batch import (
+    CONTROL_FLAG_MASK,
+    RECORDS_COUNT_OFFSET,
+    RECORDS_OFFSET,
+    TRANSACTIONAL_FLAG_MASK,
+)
+from broker.records.builder import build_v2_batch
+from broker.records.control import ControlRecordType, EndTransactionMarker
+from broker.records.record import SimpleRecord
 from tests.unit.log.batches import v2_batch
 from tests.unit.log.cleaner_helpers import append_marker
 from tests.unit.log.helpers import MockTime
@@ -189,3 +202,46 @@ def test_rebuild_from_snapshot_then_log_completes_the_snapshot_txns(tmp_path: Pa
         assert reopened.producer_state.last_entry(1).current_txn_first_offset is None  # type: ignore[union-attr]
     finally:
         reopened.close()
+
+
+def _control_batch(producer_id: int, base_offset: int, *, empty: bool) -> bytes:
+    marker = EndTransactionMarker(ControlRecordType.ABORT, 0)
+    built = build_v2_batch(
+        [SimpleRecord(5, marker.key(), marker.serialize_value())],
+        base_offset=base_offset,
+        producer_id=producer_id,
+        producer_epoch=EPOCH,
+        is_transactional=True,
+        is_control=True,
+    )
+    data = bytearray(built.buffer)
+    if empty:  # what the cleaner leaves of a marker whose transaction is gone
+        data[RECORDS_COUNT_OFFSET : RECORDS_COUNT_OFFSET + 4] = bytes(4)
+        data = data[:RECORDS_OFFSET]
+    return bytes(data)
+
+
+def test_append_empty_control_batch(tmp_path: Path) -> None:
+    """``testAppendEmptyControlBatch``: replaying an empty control batch starts
+    and ends nothing (Kafka also adds an empty entry for an unknown producer;
+    here the state is left as it is)."""
+    state = ProducerStateManager(tmp_path)
+    header = (23423, EPOCH, -1, 0, 15, 5, CONTROL_FLAG_MASK | TRANSACTIONAL_FLAG_MASK, 0)
+    assert (
+        recovery.apply_producer_batch(state, header, _control_batch(23423, 15, empty=True)) is None
+    )
+    assert state.ongoing_txns == {}
+    # a transaction open across it stays open; a real marker then ends it
+    state.update_data_batch(
+        23423, producer_epoch=EPOCH, first_seq=0, last_seq=0, first_offset=16, last_offset=16,
+        max_timestamp=5, is_transactional=True,
+    )  # fmt: skip
+    assert (
+        recovery.apply_producer_batch(state, header, _control_batch(23423, 15, empty=True)) is None
+    )
+    assert list(state.ongoing_txns) == [16]
+    marker_header = (23423, EPOCH, -1, 0, 17, 5, CONTROL_FLAG_MASK | TRANSACTIONAL_FLAG_MASK, 0)
+    assert recovery.apply_producer_batch(
+        state, marker_header, _control_batch(23423, 17, empty=False)
+    ) == (CompletedTxn(23423, 16, 17, True), 18)
+    assert state.ongoing_txns == {}
