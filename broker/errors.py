@@ -296,6 +296,13 @@ class InvalidTxnStateError(KafkaError):
     error_code = ErrorCode.INVALID_TXN_STATE
 
 
+class TransactionCoordinatorFencedError(KafkaError):
+    """A marker from a coordinator older than the last one seen
+    (``TransactionCoordinatorFencedException``)."""
+
+    error_code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
+
+
 class TransactionalIdAuthorizationError(KafkaError):
     error_code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 

@@ -14,7 +14,7 @@ directory layout). Modules, bottom up:
 ``scan``             the recovery scan (``_recover_py`` / compiled ``_recover_c``)
 ``recovery``         loading and recovering a partition (``LogLoader``)
 ``checkpoints``      checkpoint files, clean-shutdown marker, partition.metadata, meta.properties
-``producer_state``   idempotent producers and ``.snapshot`` files
+``producer_state``   idempotent producers, their transactions, ``.snapshot`` files
 ``leader_epoch``     leader-epoch cache and its checkpoint
 ``local_log``        segments, LEO, rolls, reads, deletion, flushing (thread contract)
 ``unified_log``      the partition log the partition layer uses

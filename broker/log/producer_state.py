@@ -1,11 +1,13 @@
-"""Producer state of idempotent producers and its snapshot files (``ProducerStateManager.java``).
+"""Producer state of idempotent and transactional producers and its snapshot
+files (``ProducerStateManager.java``).
 
 Per producer id the log keeps the epoch and the metadata of the producer's
 last 5 batches (``ProducerStateEntry.NUM_BATCHES_TO_RETAIN``): enough for the
 partition layer to answer a retried batch with its original offsets and to
-check sequence numbers (``ProducerStateEntry.java``; the *checks*,
-``ProducerAppendInfo.java``, live in the partition layer, this module
-stores and answers).
+check sequence numbers (``ProducerStateEntry.java``; the sequence and data
+epoch checks of ``ProducerAppendInfo.java`` live in the partition layer; the
+transaction rules -- INVALID_TXN_STATE, the marker's epoch and coordinator
+epoch checks -- are here, where the transactions are kept).
 
 Snapshot file ``NNNNNNNNNNNNNNNNNNNN.snapshot`` (offset = the producer-state
 end offset, exclusive), big-endian, as ``ProducerStateManager.java`` writes it
@@ -23,6 +25,18 @@ end offset, exclusive), big-endian, as ``ProducerStateManager.java`` writes it
       Timestamp             Int64   max timestamp of the last batch (or marker)
       CoordinatorEpoch      Int32
       CurrentTxnFirstOffset Int64   -1 when no transaction is open
+
+Transactions (``ProducerStateManager.ongoingTxns``, ``TxnMetadata``,
+``CompletedTxn``): a transactional data batch of a producer with no open
+transaction begins one at its first offset; an end-transaction marker
+(COMMIT/ABORT control batch) ends it and yields a :class:`CompletedTxn`,
+which the caller turns into a last stable offset and then completes
+(:meth:`ProducerStateManager.complete_txn`). The first unstable offset is the
+smallest first offset of the ongoing transactions. Kafka also counts
+completed transactions whose marker lies above the high watermark
+(``unreplicatedTxns``); on one broker the high watermark is the log end
+offset, so a marker is replicated once appended and that map would always
+be empty: it is left out.
 
 Only the last batch of each producer is persisted; the 5-batch cache is
 refilled by replaying the log from the snapshot offset and, unlike Kafka,
@@ -45,6 +59,11 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from crc32c import crc32c
 
+from broker.errors import (
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    TransactionCoordinatorFencedError,
+)
 from broker.log.errors import CorruptSnapshotError
 from broker.log.files import (
     PRODUCER_SNAPSHOT_FILE_SUFFIX,
@@ -52,6 +71,7 @@ from broker.log.files import (
     producer_snapshot_file,
 )
 from broker.log.held_field import HeldField
+from broker.log.segment import LogOffsetMetadata
 from broker.records.batch import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -59,11 +79,18 @@ from broker.records.batch import (
     NO_TIMESTAMP,
     decrement_sequence,
 )
+from broker.records.control import ControlRecordType, EndTransactionMarker
+from broker.records.origin import AppendOrigin
 
 if TYPE_CHECKING:
     from broker.log.active_segment import ActiveSegment
 
 NUM_BATCHES_TO_RETAIN = 5
+#: ``ProducerStateManager.LATE_TRANSACTION_BUFFER_MS``: slack beyond
+#: ``transaction.max.timeout.ms`` before an open transaction counts as late
+LATE_TRANSACTION_BUFFER_MS = 5 * 60 * 1000
+#: ``transaction.max.timeout.ms``'s default (``TransactionStateManagerConfigs``)
+DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 900_000
 PRODUCER_SNAPSHOT_VERSION = 1
 
 _HEADER = struct.Struct(">hIi")
@@ -87,6 +114,45 @@ class BatchMetadata(NamedTuple):
     @property
     def first_offset(self) -> int:
         return self.last_offset - self.offset_delta
+
+
+class TxnMetadata(NamedTuple):
+    """``TxnMetadata``: an ongoing transaction of one producer. ``first_offset``
+    carries the batch position when the appender knew it (a leader append),
+    else the offset only (replay, snapshot load)."""
+
+    producer_id: int
+    first_offset: LogOffsetMetadata
+
+
+class CompletedTxn(NamedTuple):
+    """``CompletedTxn``: a transaction an end marker closed, from its first
+    data offset to the marker's offset."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+
+
+def check_producer_epoch(
+    producer_id: int,
+    producer_epoch: int,
+    current_epoch: int,
+    offset: int,
+    *,
+    topic_partition: str,
+    origin: AppendOrigin,
+) -> None:
+    """``ProducerAppendInfo.checkProducerEpoch``: an epoch older than the
+    known one is refused with INVALID_PRODUCER_EPOCH (Kafka answers it
+    instead of PRODUCER_FENCED since 2.7), except on REPLICATION, which
+    takes what the leader wrote."""
+    if producer_epoch < current_epoch and origin is not AppendOrigin.REPLICATION:
+        raise InvalidProducerEpochError(
+            f"Epoch of producer {producer_id} at offset {offset} in {topic_partition} is "
+            f"{producer_epoch}, which is smaller than the last seen epoch {current_epoch}"
+        )
 
 
 @dataclass
@@ -271,29 +337,48 @@ class ProducerStateManager:
       ``entry.find_duplicate_batch(epoch, first_seq, last_seq)`` finds a retry.
     * :meth:`update_data_batch` -- record an appended batch (the log calls it
       for every batch with a producer id once the batch is on disk).
+    * :meth:`append_end_txn_marker` -- record an end-transaction marker; the
+      caller takes :meth:`last_stable_offset` of the returned
+      :class:`CompletedTxn`, then :meth:`complete_txn` it.
+    * :meth:`first_unstable_offset` / :attr:`ongoing_txns` -- open transactions.
     * :meth:`take_snapshot` / :meth:`truncate_and_reload` -- persistence.
     """
 
     __slots__ = (
         "_active",
         "_last_snap_offset",
+        "_ongoing_txns",
         "_own_last_map_offset",
         "_producers",
         "_snapshots",
         "directory",
+        "max_transaction_timeout_ms",
         "producer_id_expiration_ms",
+        "topic_partition",
     )
 
     #: the map end offset: the append owner's once bound (``ActiveSegment.bind``)
     _last_map_offset = HeldField[int]("_own_last_map_offset", "map_end_offset")
 
-    def __init__(self, directory: Path, producer_id_expiration_ms: int = 86_400_000) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        producer_id_expiration_ms: int = 86_400_000,
+        max_transaction_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
+    ) -> None:
         #: the log's append owner once the log is open (``ActiveSegment.bind``): it
         #: holds the map end offset, which every append moves
         self._active: ActiveSegment | None = None
         self.directory = directory
+        #: the log directory's name is ``topic-partition`` (for error messages)
+        self.topic_partition = directory.name
         self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.max_transaction_timeout_ms = max_transaction_timeout_ms
         self._producers: dict[int, ProducerStateEntry] = {}
+        #: ``ongoingTxns`` (a TreeMap in Kafka): first offset -> txn, kept in
+        #: ascending key order; transactions begin in log order, so insertion
+        #: order is key order but for snapshot loads (sorted by ``_add_ongoing``)
+        self._ongoing_txns: dict[int, TxnMetadata] = {}
         self._snapshots: list[int] = list_snapshot_offsets(directory)
         self._own_last_map_offset = 0
         self._last_snap_offset = 0
@@ -318,6 +403,49 @@ class ProducerStateManager:
     @property
     def is_empty(self) -> bool:
         return not self._producers
+
+    @property
+    def ongoing_txns(self) -> dict[int, TxnMetadata]:
+        """First offset -> ongoing transaction, ascending (read only)."""
+        return self._ongoing_txns
+
+    def first_undecided_offset(self) -> int | None:
+        """``firstUndecidedOffset``: the first offset of the oldest ongoing txn."""
+        for first_offset in self._ongoing_txns:
+            return first_offset
+        return None
+
+    def first_unstable_offset(self) -> LogOffsetMetadata | None:
+        """``firstUnstableOffset``: where the oldest ongoing transaction begins
+        (one broker: no completed transaction is ever above the high watermark)."""
+        for txn in self._ongoing_txns.values():
+            return txn.first_offset
+        return None
+
+    def has_late_transaction(self, now_ms: int) -> bool:
+        """``hasLateTransaction``: the oldest ongoing transaction's producer has
+        been silent for longer than the max transaction timeout plus
+        ``LATE_TRANSACTION_BUFFER_MS``. Kafka caches that timestamp on every
+        update (``oldestTxnLastTimestamp``); it is looked up here instead, off
+        the append path."""
+        for txn in self._ongoing_txns.values():
+            entry = self._producers.get(txn.producer_id)
+            last_timestamp = -1 if entry is None else entry.last_timestamp
+            return (
+                last_timestamp > 0
+                and now_ms - last_timestamp
+                > self.max_transaction_timeout_ms + LATE_TRANSACTION_BUFFER_MS
+            )
+        return False
+
+    def last_stable_offset(self, completed_txn: CompletedTxn) -> int:
+        """``lastStableOffset``: after ``completed_txn``, the first offset of the
+        oldest ongoing transaction of another producer, else the marker's
+        offset + 1."""
+        for txn in self._ongoing_txns.values():
+            if txn.producer_id != completed_txn.producer_id:
+                return txn.first_offset.message_offset
+        return completed_txn.last_offset + 1
 
     def snapshot_offsets(self) -> list[int]:
         return list(self._snapshots)
@@ -356,27 +484,112 @@ class ProducerStateManager:
         last_offset: int,
         max_timestamp: int,
         is_transactional: bool = False,
+        first_offset_metadata: LogOffsetMetadata | None = None,
     ) -> None:
-        """``ProducerAppendInfo.appendDataBatch`` + ``update``, without the checks."""
+        """``ProducerAppendInfo.appendDataBatch`` + ``update``. The epoch and
+        sequence checks are the partition layer's (``producer_append.py``);
+        the transaction rule is here, before any effect: a non-transactional
+        batch while the producer's transaction is open is INVALID_TXN_STATE
+        (every origin, as Kafka); a transactional batch with none open begins
+        one at ``first_offset`` (``first_offset_metadata`` when the appender
+        knows the batch's position)."""
         if producer_id == NO_PRODUCER_ID:
             raise ValueError("Invalid producer id -1 passed to update")
-        entry = self._entry(producer_id)
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            entry = ProducerStateEntry(producer_id)
+            self._producers[producer_id] = entry
+        elif entry.current_txn_first_offset is not None and not is_transactional:
+            raise InvalidTxnStateError(
+                f"Expected transactional write from producer {producer_id} at offset "
+                f"{first_offset} in partition {self.topic_partition}"
+            )
         entry.add_batch(
             producer_epoch, last_seq, last_offset, last_offset - first_offset, max_timestamp
         )
         if is_transactional and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = first_offset
+            self._add_ongoing(
+                TxnMetadata(
+                    producer_id,
+                    first_offset_metadata
+                    if first_offset_metadata is not None
+                    else LogOffsetMetadata(first_offset),
+                )
+            )
 
-    def update_end_txn_marker(
-        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, timestamp: int
-    ) -> None:
-        """A transaction marker read from a log written by Kafka: the producer's
-        transaction ends (``ProducerAppendInfo.appendEndTxnMarker``)."""
-        entry = self._entry(producer_id)
+    def append_end_txn_marker(
+        self,
+        producer_id: int,
+        marker: EndTransactionMarker,
+        producer_epoch: int,
+        offset: int,
+        timestamp: int,
+        *,
+        origin: AppendOrigin = AppendOrigin.COORDINATOR,
+    ) -> CompletedTxn | None:
+        """``ProducerAppendInfo.appendEndTxnMarker`` + ``update``: the marker at
+        ``offset`` ends the producer's transaction. Checked first, unless
+        REPLICATION (a log being replayed): an older producer epoch is
+        INVALID_PRODUCER_EPOCH, an older coordinator epoch
+        TRANSACTION_COORDINATOR_FENCED. Returns the completed transaction, or
+        None when none was open (a marker of an empty transaction); the
+        transaction stays in :attr:`ongoing_txns` until :meth:`complete_txn`."""
+        entry = self._producers.get(producer_id)
+        current_epoch = NO_PRODUCER_EPOCH if entry is None else entry.producer_epoch
+        check_producer_epoch(
+            producer_id,
+            producer_epoch,
+            current_epoch,
+            offset,
+            topic_partition=self.topic_partition,
+            origin=origin,
+        )
+        current_coordinator_epoch = -1 if entry is None else entry.coordinator_epoch
+        if (
+            current_coordinator_epoch > marker.coordinator_epoch
+            and origin is not AppendOrigin.REPLICATION
+        ):
+            raise TransactionCoordinatorFencedError(
+                f"Invalid coordinator epoch for producerId {producer_id} at offset {offset} in "
+                f"partition {self.topic_partition}: {marker.coordinator_epoch} (zombie), "
+                f"{current_coordinator_epoch} (current)"
+            )
+        if entry is None:
+            entry = self._entry(producer_id)
+        txn_first = entry.current_txn_first_offset
+        completed = (
+            None
+            if txn_first is None
+            else CompletedTxn(
+                producer_id, txn_first, offset, marker.control_type is ControlRecordType.ABORT
+            )
+        )
         entry.maybe_update_producer_epoch(producer_epoch)
-        entry.coordinator_epoch = coordinator_epoch
+        entry.coordinator_epoch = marker.coordinator_epoch
         entry.current_txn_first_offset = None
         entry.last_timestamp = timestamp
+        return completed
+
+    def complete_txn(self, completed_txn: CompletedTxn) -> None:
+        """``completeTxn``: the transaction is no longer ongoing (one broker:
+        its marker is below the high watermark at once, so Kafka's
+        ``unreplicatedTxns`` step is skipped)."""
+        if self._ongoing_txns.pop(completed_txn.first_offset, None) is None:
+            raise ValueError(
+                f"Attempted to complete transaction {completed_txn} on partition "
+                f"{self.topic_partition} which was not started"
+            )
+
+    def _add_ongoing(self, txn: TxnMetadata) -> None:
+        ongoing = self._ongoing_txns
+        first_offset = txn.first_offset.message_offset
+        out_of_order = bool(ongoing) and first_offset < next(reversed(ongoing))
+        ongoing[first_offset] = txn
+        if out_of_order:
+            ordered = sorted(ongoing.items())
+            ongoing.clear()
+            ongoing.update(ordered)
 
     def _is_expired(self, now_ms: int, entry: ProducerStateEntry) -> bool:
         return (
@@ -392,7 +605,12 @@ class ProducerStateManager:
         return len(expired)
 
     def load_producer_entry(self, entry: ProducerStateEntry) -> None:
+        """``loadProducerEntry``: an entry from a snapshot, its open transaction
+        (``CurrentTxnFirstOffset``) ongoing again."""
         self._producers[entry.producer_id] = entry
+        if entry.current_txn_first_offset is not None:
+            offset = entry.current_txn_first_offset
+            self._add_ongoing(TxnMetadata(entry.producer_id, LogOffsetMetadata(offset)))
 
     # ---- snapshots -------------------------------------------------------------------
 
@@ -465,6 +683,7 @@ class ProducerStateManager:
                 self._remove_snapshot(snap)
         if log_end_offset != self._last_map_offset:
             self._producers.clear()
+            self._ongoing_txns.clear()
             self._load_from_snapshot(log_start_offset, now_ms)
             return True
         self.on_log_start_offset_incremented(log_start_offset)
@@ -477,6 +696,7 @@ class ProducerStateManager:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self._producers.clear()
+        self._ongoing_txns.clear()
         for snap in list(self._snapshots):
             self._remove_snapshot(snap)
         self._last_snap_offset = 0

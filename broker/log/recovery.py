@@ -45,7 +45,7 @@ from broker.log import files
 from broker.log.errors import CorruptIndexError
 from broker.log.leader_epoch import LeaderEpochCache
 from broker.log.log_segments import LogSegments
-from broker.log.producer_state import ProducerStateManager
+from broker.log.producer_state import CompletedTxn, ProducerStateManager
 from broker.log.producer_tail import NOTHING_READ, TailScan, restore_batch_metadata
 from broker.log.record_times import parse_end_txn_marker
 from broker.log.recovery_report import (
@@ -66,6 +66,8 @@ from broker.records.batch import (
     TRANSACTIONAL_FLAG_MASK,
     increment_sequence,
 )
+from broker.records.control import ControlRecordType, EndTransactionMarker
+from broker.records.origin import AppendOrigin
 
 if TYPE_CHECKING:
     from broker.config import TopicConfig
@@ -79,20 +81,39 @@ class RecoverResult(NamedTuple):
     error: str | None
     #: the segment's size after the cut (the byte offset of the first invalid byte)
     valid_bytes: int
+    #: the transactions the segment's markers completed, each with the last stable
+    #: offset right after it, in log order (what ``LogSegment.recover`` appends to
+    #: the ``.txnindex`` for the aborted ones); empty without ``producer_state``
+    completed_txns: tuple[tuple[CompletedTxn, int], ...] = ()
 
 
 def apply_producer_batch(
     producer_state: ProducerStateManager, batch: tuple[int, ...], batch_bytes: bytes | None
-) -> None:
+) -> tuple[CompletedTxn, int] | None:
     """Replay one v2 batch with a producer id into ``producer_state``
-    (``ProducerAppendInfo.append`` with origin REPLICATION: no checks)."""
+    (``LogSegment.updateProducerState``: ``ProducerAppendInfo.append`` with
+    origin REPLICATION, no epoch checks). A marker that ends a transaction
+    completes it and returns it with the last stable offset after it."""
     pid, epoch, base_seq, last_delta, base_offset, max_ts, attributes, _pos = batch
     if attributes & CONTROL_FLAG_MASK:
         marker = parse_end_txn_marker(batch_bytes) if batch_bytes is not None else None
-        if marker is not None:
-            _commit, coordinator_epoch, timestamp = marker
-            producer_state.update_end_txn_marker(pid, epoch, coordinator_epoch, timestamp)
-        return
+        if marker is None:
+            return None  # an empty control batch: its transaction was cleaned away
+        commit, coordinator_epoch, timestamp = marker
+        control_type = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
+        completed = producer_state.append_end_txn_marker(
+            pid,
+            EndTransactionMarker(control_type, coordinator_epoch),
+            epoch,
+            base_offset,
+            timestamp,
+            origin=AppendOrigin.REPLICATION,
+        )
+        if completed is None:
+            return None
+        last_stable_offset = producer_state.last_stable_offset(completed)
+        producer_state.complete_txn(completed)
+        return completed, last_stable_offset
     producer_state.update_data_batch(
         pid,
         producer_epoch=epoch,
@@ -103,6 +124,7 @@ def apply_producer_batch(
         max_timestamp=max_ts,
         is_transactional=bool(attributes & TRANSACTIONAL_FLAG_MASK),
     )
+    return None
 
 
 def recover_segment(
@@ -137,6 +159,7 @@ def recover_segment(
     if leader_epoch_cache is not None:
         for epoch, start in scan.epoch_starts:
             leader_epoch_cache.assign(epoch, start)
+    completed_txns: list[tuple[CompletedTxn, int]] = []
     if producer_state is not None:
         for batch in scan.producer_batches:
             batch_bytes = None
@@ -144,7 +167,9 @@ def recover_segment(
                 pos = batch[7]
                 length = int.from_bytes(log.pread(pos + LENGTH_OFFSET, 4), "big") + LOG_OVERHEAD
                 batch_bytes = log.pread(pos, length)
-            apply_producer_batch(producer_state, batch, batch_bytes)
+            completed = apply_producer_batch(producer_state, batch, batch_bytes)
+            if completed is not None:
+                completed_txns.append(completed)
         if scan.valid_end > 0:
             producer_state.update_map_end_offset(scan.last_offset + 1)
     if scan.error is not None:
@@ -165,7 +190,7 @@ def recover_segment(
     time_index.maybe_append(scan.max_ts, scan.offset_of_max_ts, skip_full_check=True)
     time_index.trim_to_valid_size()
     next_offset = scan.last_offset + 1 if scan.valid_end > 0 else segment.base_offset
-    return RecoverResult(truncated, next_offset, scan.error, scan.valid_end)
+    return RecoverResult(truncated, next_offset, scan.error, scan.valid_end, tuple(completed_txns))
 
 
 #: recovery reads a segment in pieces of this size (large sequential reads;

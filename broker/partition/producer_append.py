@@ -24,10 +24,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from broker.errors import InvalidProducerEpochError, OutOfOrderSequenceError
-from broker.log.producer_state import ProducerStateManager
+from broker.errors import OutOfOrderSequenceError
+from broker.log.producer_state import ProducerStateManager, check_producer_epoch
 from broker.records.batch import NO_PRODUCER_EPOCH, NO_SEQUENCE
 from broker.records.batch_info import BatchInfo
+from broker.records.origin import AppendOrigin
 
 INT_MAX = 2**31 - 1
 
@@ -69,10 +70,14 @@ def check_producer_batches(
         current_epoch = NO_PRODUCER_EPOCH if current is None else current.producer_epoch
         updated_epoch, updated_last_seq = updated.get(pid, (current_epoch, None))
         offset = batch.base_offset
-        if epoch < updated_epoch:
-            raise InvalidProducerEpochError(
-                f"Epoch of producer {pid} at offset {offset} in {topic_partition} is {epoch}, "
-                f"which is smaller than the last seen epoch {updated_epoch}"
+        if epoch < updated_epoch:  # the rule and its error: producer_state.check_producer_epoch
+            check_producer_epoch(
+                pid,
+                epoch,
+                updated_epoch,
+                offset,
+                topic_partition=topic_partition,
+                origin=AppendOrigin.CLIENT,
             )
         if epoch != updated_epoch:
             if first_seq != 0 and updated_epoch != NO_PRODUCER_EPOCH:
