@@ -164,7 +164,7 @@ def test_one_entry_golden_bytes(tmp_path: Path) -> None:
     """Computed by hand from ``AbortedTxn.toByteBuffer``'s layout, field by field
     (big-endian): putShort(0), putLong(983493 = 0xF01C5), putLong(137 = 0x89),
     putLong(299 = 0x12B), putLong(200 = 0xC8) -- the values of Kafka's
-    ``testAbortedTxnSerde``."""
+    ``testAbortedTxnSerde``. Listed in tests/golden/VECTORS.md."""
     golden = bytes.fromhex(
         "0000"  # Version
         "00000000000f01c5"  # ProducerId 983493
