@@ -132,7 +132,7 @@ class TransactionIndex:
         self._size = 0
         self._last_offset: int | None = None
         # whether the file is there as far as this index knows (no stat later)
-        self._exists = path.exists()
+        self._exists = os.path.exists(path)
 
     def __enter__(self) -> TransactionIndex:
         return self
