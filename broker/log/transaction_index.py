@@ -22,8 +22,9 @@ Unlike ``.index``/``.timeindex`` the file is not preallocated nor mapped: it
 is created by the first :meth:`TransactionIndex.append` (a segment of a log
 without aborted transactions has none), appended with ``pwrite`` and read
 in chunks of :data:`READ_CHUNK_ENTRIES` entries, so a read holds one chunk
-and what it returns. Like Kafka, the descriptor of an existing file stays
-open until :meth:`TransactionIndex.close`.
+and what it returns. The descriptor is opened on first use and kept until
+:meth:`TransactionIndex.close` (Kafka opens an existing file at once); a
+closed index opens its file again when used (Kafka's reads then see nothing).
 
 Kafka's behaviours kept: the "last offset must increase" check compares with
 entries appended (or kept by a truncation) since the index was opened, not

@@ -322,3 +322,27 @@ def test_loading_finishes_a_swap_with_its_txn_index(tmp_path: Path) -> None:
     assert files.txn_index_file(directory, 0).exists()
     assert log.active_segment.txn_index.all_aborted_txns() == [AbortedTxn(1, 0, 2, 0)]
     log.close()
+
+
+def test_loading_rebuilds_the_other_indexes_of_an_insane_txn_index_and_keeps_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An entry ending before the segment's base offset fails the sanity check
+    (``TransactionIndex.sanityCheck``): the segment is recovered. Kafka's
+    recovery would also rebuild the ``.txnindex`` from the markers; until that
+    rebuild exists the file is kept as it is."""
+    directory = tmp_path / "t-0"
+    log = _open_log(directory, MockTime(), segment_bytes=200)
+    _append(log, 20)
+    second = log.segments[1]
+    txn_file = second.txn_index_path
+    log.close()
+    txn_file.write_bytes(AbortedTxn(1, 0, second.base_offset - 1, 0).to_bytes())
+    with caplog.at_level("WARNING", logger="broker.log.recovery"):
+        log = _open_log(directory, MockTime(), segment_bytes=200)
+    assert any("is less than start offset" in r.getMessage() for r in caplog.records)
+    assert log.log_end_offset == 20
+    assert log.segments[1].txn_index.all_aborted_txns() == [
+        AbortedTxn(1, 0, second.base_offset - 1, 0)
+    ]
+    log.close()
