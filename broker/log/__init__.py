@@ -7,6 +7,7 @@ directory layout). Modules, bottom up:
 ``errors``           storage failures (none caused by a client)
 ``files``            names of files and folders
 ``index``            mmap'd fixed-width index files (``offset_index``, ``time_index``)
+``transaction_index`` a segment's ``.txnindex``: its aborted transactions
 ``file_records``     a segment's ``.log``: appends, header walks, file slices
 ``record_times``     record offsets/timestamps inside batches (ListOffsets only)
 ``segment``          one segment: append with index entries, reads, truncation

@@ -1,4 +1,4 @@
-"""``broker dump-log``: print segment, index, time-index and snapshot files.
+"""``broker dump-log``: print segment, index, time-index, snapshot and txn-index files.
 
 The lines are those of Kafka 3.9's ``kafka-dump-log.sh``
 (``core/src/main/scala/kafka/tools/DumpLogSegments.scala``), so the usual
@@ -16,6 +16,7 @@ greps keep working::
     timestamp: 1000 offset: 12                                         (.timeindex)
     producerId: 7 producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: OptionalLong.empty
       lastTimestamp: 9 firstSequence: 0 lastSequence: 4 lastOffset: 4 offsetDelta: 4 timestamp: 9
+    version: 0 producerId: 7 firstOffset: 3 lastOffset: 9 lastStableOffset: 3   (.txnindex)
 
 Kafka's quirks are kept: a v0/v1 record line ends ``crc: N}`` (a stray
 brace in Kafka's format string), mismatch and non-consecutive lists go to
@@ -33,19 +34,19 @@ import argparse
 import json
 import mmap
 import os
-import struct
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from broker.errors import KafkaError
+from broker.errors import KafkaError, UnknownServerError
 from broker.group_records.json_format import format_offsets_record
 from broker.log import files
 from broker.log.errors import CorruptSnapshotError
 from broker.log.offset_index import OffsetIndex
 from broker.log.producer_state import read_snapshot
 from broker.log.time_index import TimeIndex
+from broker.log.transaction_index import TransactionIndex
 from broker.records.batch import (
     DELETE_HORIZON_FLAG_MASK,
     MAGIC_V2,
@@ -60,7 +61,6 @@ from broker.records.record import Record
 
 INT_MAX = 2**31 - 1
 RECORD_INDENT = "|"
-_TXN_ENTRY = struct.Struct(">hqqqq")
 
 _TIMESTAMP_TYPE_NAMES = {
     TimestampType.NO_TIMESTAMP_TYPE: "NoTimestampType",
@@ -457,17 +457,31 @@ class Dumper:
             self.item("producers", out)
 
     def dump_txn_index(self, path: Path) -> None:
-        data = path.read_bytes()
-        for pos in range(0, len(data) - _TXN_ENTRY.size + 1, _TXN_ENTRY.size):
-            version, pid, first, last, lso = _TXN_ENTRY.unpack_from(data, pos)
-            self.line(
-                f"version: {version} producerId: {pid} firstOffset: {first} "
-                f"lastOffset: {last} lastStableOffset: {lso}"
-            )
-            self.item(
-                "aborted_txns",
-                {"producer_id": pid, "first_offset": first, "last_offset": last, "lso": lso},
-            )
+        """``DumpLogSegments.dumpTxnIndex``: one line per entry (a trailing
+        partial entry is not shown). An entry of an unknown version stops the
+        dump with the index's error on stderr (Kafka: the exception)."""
+        index = TransactionIndex(files.offset_from_file_name(path.name), path)
+        try:
+            for txn in index.aborted_txns():
+                self.line(
+                    f"version: {txn.version} producerId: {txn.producer_id} "
+                    f"firstOffset: {txn.first_offset} lastOffset: {txn.last_offset} "
+                    f"lastStableOffset: {txn.last_stable_offset}"
+                )
+                self.item(
+                    "aborted_txns",
+                    {
+                        "producer_id": txn.producer_id,
+                        "first_offset": txn.first_offset,
+                        "last_offset": txn.last_offset,
+                        "lso": txn.last_stable_offset,
+                    },
+                )
+        except UnknownServerError as exc:
+            print(str(exc), file=self.err)
+            self._doc["error"] = str(exc)
+        finally:
+            index.close()
 
     # ---- errors, as Kafka prints them at the end -------------------------------------------------
 

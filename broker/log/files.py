@@ -14,6 +14,7 @@ and a few per-directory files::
         00000000000000000000.log         batches, as received (after validation)
         00000000000000000000.index       8-byte entries: relative offset, position
         00000000000000000000.timeindex   12-byte entries: timestamp, relative offset
+        00000000000000000000.txnindex    34-byte entries: aborted transactions (if any)
         00000000000000000000.snapshot    producer state at that offset
         leader-epoch-checkpoint          "0\\n<n>\\n<epoch> <start offset>\\n"*
         partition.metadata               "version: 0\\ntopic_id: <base64 uuid>"

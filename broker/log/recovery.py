@@ -5,9 +5,10 @@
 
 1. delete ``*.deleted`` and ``*.cleaned`` files; finish interrupted swaps
    (``.swap`` segments replace the segments they overlap);
-2. open every ``.log`` (an index or time index without its ``.log`` is
-   deleted); a missing time index becomes an empty file; a missing or
-   insane offset index makes that segment be recovered at once;
+2. open every ``.log`` (an index, time index or transaction index without
+   its ``.log`` is deleted); a missing time index becomes an empty file; a
+   missing or insane offset index, or an insane transaction index, makes
+   that segment be recovered at once;
 3. after an unclean shutdown, recover every segment from the one holding
    the recovery point to the end (:func:`recover_segment`). The first
    segment that loses bytes ends the loop and **every later segment is
@@ -135,7 +136,8 @@ def recover_segment(
     buffer: bytearray | None = None,
 ) -> RecoverResult:
     """``LogSegment.recover``: rebuild both indexes from the ``.log`` and cut it
-    at the first invalid byte. Producer batches and new leader epochs met on
+    at the first invalid byte; the ``.txnindex`` loses the entries at or past
+    the new end. Producer batches and new leader epochs met on
     the way update ``producer_state`` / ``leader_epoch_cache``. ``buffer``: the
     caller's read buffer to scan with (the log cleaner's) instead of a new one
     of up to ``SCAN_CHUNK_BYTES``."""
@@ -190,6 +192,10 @@ def recover_segment(
     time_index.maybe_append(scan.max_ts, scan.offset_of_max_ts, skip_full_check=True)
     time_index.trim_to_valid_size()
     next_offset = scan.last_offset + 1 if scan.valid_end > 0 else segment.base_offset
+    # Kafka resets the .txnindex here and rebuilds it from the markers through
+    # the producer state; until that rebuild exists the entries are kept, but
+    # none for a marker past the valid end (nor a torn last entry) survives
+    segment.txn_index.truncate_to(next_offset)
     return RecoverResult(truncated, next_offset, scan.error, scan.valid_end, tuple(completed_txns))
 
 

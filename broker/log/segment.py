@@ -1,4 +1,4 @@
-"""A log segment: a ``.log`` with its offset and time indexes (``LogSegment.java``).
+"""A log segment: a ``.log`` with its offset, time and transaction indexes (``LogSegment.java``).
 
 Append (``LogSegment.append``), for an append whose last offset is ``largest_offset``
 and whose bytes start at ``physical_position``:
@@ -20,7 +20,12 @@ final (max timestamp, offset) entry if new, and both indexes and a
 preallocated ``.log`` are trimmed.
 
 Index files are opened lazily (:class:`broker.log.index.LazyIndex`): a
-freshly rolled segment has none until an append or a read touches them.
+freshly rolled segment has none until an append or a read touches them. The
+``.txnindex`` (:class:`broker.log.transaction_index.TransactionIndex`) is
+created by the first aborted transaction written to it
+(:meth:`LogSegment.update_txn_index`); the produce append never touches it.
+Wherever the segment renames, moves, truncates, flushes, closes or deletes
+its index files it does the same with that file when there is one.
 
 The append and the roll check (``shouldRoll``) are implemented once, by the
 append owner (``broker.log.active_segment``), which the log holds for its
@@ -52,6 +57,12 @@ from broker.log.offset_index import OffsetIndex, OffsetPosition, check_offset_in
 from broker.log.record_times import search_for_timestamp
 from broker.log.results import TimestampOffset
 from broker.log.time_index import NO_TIMESTAMP, TimeIndex, check_time_index_file
+from broker.log.transaction_index import (
+    AbortedTxn,
+    CompletedTxn,
+    TransactionIndex,
+    TxnIndexSearchResult,
+)
 
 if TYPE_CHECKING:
     from broker.config import TopicConfig
@@ -118,7 +129,7 @@ class LogSegment:
         "_own_rolling_based_timestamp",
         "_time_index",
         "_time_ms",
-        "_txn_index_path",
+        "_txn_index",
         "base_offset",
         "index_interval_bytes",
         "log",
@@ -135,7 +146,7 @@ class LogSegment:
         index_interval_bytes: int,
         roll_jitter_ms: int,
         time_ms: TimeMs = wall_clock_ms,
-        txn_index_path: Path | None = None,
+        txn_index: TransactionIndex | None = None,
     ) -> None:
         self._active: ActiveSegment | None = None
         self.log = log
@@ -146,9 +157,20 @@ class LogSegment:
         self.roll_jitter_ms = roll_jitter_ms
         self._time_ms = time_ms
         self._own_created = time_ms()
-        # Kafka segments may carry a transaction index; we never write one but
-        # keep it with its segment (rename, delete) so Kafka's dirs stay whole.
-        self._txn_index_path = txn_index_path
+        if txn_index is None:
+            # beside the .log, with its suffix: 00000000000000000040.log.swap ->
+            # 00000000000000000040.txnindex.swap
+            name = log.path.name
+            at = name.index(files.LOG_FILE_SUFFIX)
+            txn_index = TransactionIndex(
+                base_offset,
+                log.path.with_name(
+                    name[:at]
+                    + files.TXN_INDEX_FILE_SUFFIX
+                    + name[at + len(files.LOG_FILE_SUFFIX) :]
+                ),
+            )
+        self._txn_index = txn_index
         self._own_rolling_based_timestamp: int | None = None
         self._own_max_timestamp_and_offset: TimestampOffset | None = None
         self._own_bytes_since_last_index_entry = 0
@@ -213,7 +235,9 @@ class LogSegment:
             index_interval_bytes=config.index_interval_bytes,
             roll_jitter_ms=random_segment_jitter(config, rng),
             time_ms=time_ms,
-            txn_index_path=files.txn_index_file(directory, base_offset, file_suffix),
+            txn_index=TransactionIndex(
+                base_offset, files.txn_index_file(directory, base_offset, file_suffix)
+            ),
         )
 
     # ---- accessors ------------------------------------------------------------------
@@ -235,8 +259,12 @@ class LogSegment:
         return self._time_index.path
 
     @property
-    def txn_index_path(self) -> Path | None:
-        return self._txn_index_path
+    def txn_index(self) -> TransactionIndex:
+        return self._txn_index
+
+    @property
+    def txn_index_path(self) -> Path:
+        return self._txn_index.path
 
     @property
     def indexes_loaded(self) -> tuple[bool, bool]:
@@ -417,6 +445,22 @@ class LogSegment:
         position = self.offset_index.lookup(max(entry.offset, starting_offset)).position
         return search_for_timestamp(self.log, timestamp_ms, position, starting_offset)
 
+    # ---- transactions ------------------------------------------------------------------
+
+    def update_txn_index(self, completed_txn: CompletedTxn, last_stable_offset: int) -> None:
+        """``LogSegment.updateTxnIndex``: an aborted transaction whose marker is in
+        this segment gets its ``.txnindex`` entry (the file is created by the
+        first one); a committed one leaves no trace."""
+        if completed_txn.is_aborted:
+            self._txn_index.append(AbortedTxn.of_completed(completed_txn, last_stable_offset))
+
+    def collect_aborted_txns(
+        self, fetch_offset: int, upper_bound_offset: int
+    ) -> TxnIndexSearchResult:
+        """``LogSegment.collectAbortedTxns``: see
+        :meth:`TransactionIndex.collect_aborted_txns`."""
+        return self._txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset)
+
     # ---- truncation and recovery -------------------------------------------------------
 
     def truncate_to(self, offset: int) -> int:
@@ -427,6 +471,7 @@ class LogSegment:
         time_index = self.time_index
         offset_index.truncate_to(offset)
         time_index.truncate_to(offset)
+        self._txn_index.truncate_to(offset)
         # the segment may be active again: give it room
         offset_index.resize(offset_index.max_index_size)
         time_index.resize(time_index.max_index_size)
@@ -486,6 +531,7 @@ class LogSegment:
         check_offset_index_file(self._offset_index.path, self.base_offset, self.log.size)
         if self._time_index.path.exists():
             check_time_index_file(self._time_index.path, self.base_offset)
+        self._txn_index.sanity_check()
 
     def flush(self) -> None:
         """fsync the ``.log`` and the materialised indexes (owner thread)."""
@@ -494,10 +540,15 @@ class LogSegment:
             self.offset_index.flush()
         if self._time_index.is_loaded:
             self.time_index.flush()
+        self._txn_index.flush()
 
     def flush_paths(self) -> list[Path]:
-        """Index files to fsync by path from another thread (existing ones)."""
-        return [p for p in (self._offset_index.path, self._time_index.path) if p.exists()]
+        """Index files to fsync by path from another thread (existing ones; the
+        ``.txnindex`` only when there is one, known without a ``stat``)."""
+        paths = [p for p in (self._offset_index.path, self._time_index.path) if p.exists()]
+        if self._txn_index.file_exists:
+            paths.append(self._txn_index.path)
+        return paths
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
         def renamed(path: Path) -> Path:
@@ -509,25 +560,21 @@ class LogSegment:
         self.log.rename_to(renamed(self.log.path))
         self._offset_index.rename_to(renamed(self._offset_index.path))
         self._time_index.rename_to(renamed(self._time_index.path))
-        if self._txn_index_path is not None:
-            target = renamed(self._txn_index_path)
-            if self._txn_index_path.exists():
-                os.replace(self._txn_index_path, target)
-            self._txn_index_path = target
+        self._txn_index.rename_to(renamed(self._txn_index.path))
 
     def update_parent_dir(self, directory: Path) -> None:
         """Paths follow a renamed partition folder (descriptors stay valid)."""
         self.log.path = directory / self.log.path.name
         self._offset_index.update_parent_dir(directory)
         self._time_index.update_parent_dir(directory)
-        if self._txn_index_path is not None:
-            self._txn_index_path = directory / self._txn_index_path.name
+        self._txn_index.update_parent_dir(directory)
 
     def has_suffix(self, suffix: str) -> bool:
         return (
             self.log.path.name.endswith(suffix)
             and self._offset_index.path.name.endswith(suffix)
             and self._time_index.path.name.endswith(suffix)
+            and self._txn_index.path.name.endswith(suffix)
         )
 
     def close(self) -> None:
@@ -537,25 +584,27 @@ class LogSegment:
             )
         self._offset_index.close()
         self._time_index.close()
+        self._txn_index.close()
         self.log.close()
 
     def close_handlers(self) -> None:
         self._offset_index.close_handler()
         self._time_index.close_handler()
+        self._txn_index.close()
         self.log.close_handlers()
 
     def delete_if_exists(self) -> None:
         self.log.delete_if_exists()
         self._offset_index.delete_if_exists()
         self._time_index.delete_if_exists()
-        if self._txn_index_path is not None:
-            self._txn_index_path.unlink(missing_ok=True)
+        self._txn_index.delete_if_exists()
 
     def deleted(self) -> bool:
         return not (
             self.log.path.exists()
             or self._offset_index.path.exists()
             or self._time_index.path.exists()
+            or self._txn_index.path.exists()
         )
 
     def last_modified(self) -> int:

@@ -11,6 +11,7 @@ import pytest
 from broker.cli import main as cli_main
 from broker.config import TopicConfig
 from broker.log import dump
+from broker.log.transaction_index import AbortedTxn, TransactionIndex
 from broker.log.unified_log import UnifiedLog
 from broker.records.batch import CompressionType, read_header
 from broker.records.legacy_builder import build_legacy
@@ -231,3 +232,39 @@ def test_a_cleaned_segment_dumps_like_kafka_dump_log(tmp_path: Path) -> None:
         f"Non-consecutive offsets in {path.absolute()}",
         "  0 is followed by 2",
     ]
+
+
+def test_txn_index_lines_are_kafkas(tmp_path: Path) -> None:
+    """``DumpLogSegments.dumpTxnIndex``: one line per entry, a trailing partial
+    entry not shown; an unknown version stops the dump with the error on stderr."""
+    path = tmp_path / "00000000000000000040.txnindex"
+    with TransactionIndex(40, path) as index:
+        index.append(AbortedTxn(7, 40, 45, 40))
+        index.append(AbortedTxn(983493, 137, 299, 200))
+    with open(path, "ab") as f:
+        f.write(b"\x00" * 5)
+    status, out, err = run_dump("--files", str(path))
+    assert status == 0 and err == ""
+    assert out.splitlines() == [
+        f"Dumping {path}",
+        "version: 0 producerId: 7 firstOffset: 40 lastOffset: 45 lastStableOffset: 40",
+        "version: 0 producerId: 983493 firstOffset: 137 lastOffset: 299 lastStableOffset: 200",
+    ]
+    _, out, _ = run_dump("--files", str(path), "--json")
+    doc = json.loads(out)
+    assert doc["type"] == "txnindex"
+    assert doc["aborted_txns"][1] == {
+        "producer_id": 983493,
+        "first_offset": 137,
+        "last_offset": 299,
+        "lso": 200,
+    }
+    future = tmp_path / "00000000000000000000.txnindex"
+    future.write_bytes(
+        AbortedTxn(1, 0, 1, 0).to_bytes() + b"\x00\x01" + AbortedTxn(2, 2, 3, 0).to_bytes()[2:]
+    )
+    _, out, err = run_dump("--files", str(future))
+    assert out.splitlines()[1:] == [
+        "version: 0 producerId: 1 firstOffset: 0 lastOffset: 1 lastStableOffset: 0"
+    ]
+    assert "Unexpected aborted transaction version 1" in err
