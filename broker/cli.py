@@ -20,8 +20,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("serve", "broker.app", "Run the broker (Kafka protocol listener and metrics endpoint)."),
     (
         "dump-log",
-        "broker.log.dump",
-        "Print .log, .index, .timeindex and .snapshot files as kafka-dump-log.sh does.",
+        "broker.admin.dump_log",
+        "Print .log, .index, .timeindex, .snapshot and .txnindex files as kafka-dump-log.sh does.",
     ),
     (
         "acls",

@@ -24,8 +24,12 @@ stderr newest first. Options are Kafka's; the decoder classes are
 ``string`` (Kafka's StringDecoder, the default), ``hex`` and ``none`` (the
 part is not printed); Kafka's class names of its string decoder are
 accepted too. ``--offsets-decoder`` prints ``__consumer_offsets`` records as
-Kafka's ``OffsetsMessageParser`` does (``broker/group_records/json_format.py``).
-``--json`` prints one JSON object per file instead.
+Kafka's ``OffsetsMessageParser`` does (``broker/group_records/json_format.py``);
+``--transaction-log-decoder`` prints ``__transaction_state`` records as its
+``TransactionLogMessageParser`` does: a :data:`RecordDecoder` the command
+(``broker/admin/dump_log.py``) passes in, because the transaction log's
+records belong to the coordinator, above this layer. ``--json`` prints one
+JSON object per file instead.
 """
 
 from __future__ import annotations
@@ -102,10 +106,25 @@ def make_decoder(name: str) -> Decoder:
     raise ValueError(f"unknown decoder {name!r} (string, hex or none)")
 
 
-class Dumper:
-    """Prints what one run of the tool finds; collects Kafka's error reports."""
+#: one record's (key text, payload text or None) for a decoder option (Kafka's
+#: ``MessageParser``): called with the record's offset, key and value
+RecordDecoder = Callable[[int, bytes | None, bytes | None], tuple[str | None, str | None]]
 
-    def __init__(self, args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+
+class Dumper:
+    """Prints what one run of the tool finds; collects Kafka's error reports.
+
+    ``record_decoder`` prints each record's key and value its way (implies
+    ``--print-data-log``); ``--offsets-decoder`` is the __consumer_offsets one."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        out: TextIO,
+        err: TextIO,
+        *,
+        record_decoder: RecordDecoder | None = None,
+    ) -> None:
         self.out = out
         self.err = err
         self.json = args.json
@@ -118,8 +137,11 @@ class Dumper:
         self.max_bytes = args.max_bytes
         self.max_message_size = args.max_message_size
         self.skip_record_metadata = args.skip_record_metadata
-        self.offsets_decoder = bool(getattr(args, "offsets_decoder", False))
-        if self.offsets_decoder:
+        if getattr(args, "offsets_decoder", False):
+            # Kafka's DumpLogSegments: the offsets decoder wins over any other
+            record_decoder = format_offsets_record
+        self.record_decoder = record_decoder
+        if record_decoder is not None:
             self.print_data = self.deep = True
         self.key_decoder = make_decoder(args.key_decoder_class or "string")
         self.value_decoder = make_decoder(args.value_decoder_class or "string")
@@ -307,10 +329,11 @@ class Dumper:
                     out.update(end_txn_marker=marker.control_type.name)
                 else:
                     text += f" controlType: {control_type.name}({int(control_type)})"
-        if self.offsets_decoder and not is_control:
-            key_text, payload_text = format_offsets_record(record.offset, record.key, record.value)
-            text += f"{prefix}key: {key_text}"
-            out["key"] = key_text
+        if self.record_decoder is not None and not is_control:
+            key_text, payload_text = self.record_decoder(record.offset, record.key, record.value)
+            if key_text is not None:
+                text += f"{prefix}key: {key_text}"
+                out["key"] = key_text
             if payload_text is not None:
                 text += f" payload: {payload_text}"
                 out["payload"] = payload_text
@@ -585,9 +608,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def run(
+    args: argparse.Namespace,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    *,
+    record_decoder: RecordDecoder | None = None,
+) -> int:
     try:
-        dumper = Dumper(args, out or sys.stdout, err or sys.stderr)
+        dumper = Dumper(args, out or sys.stdout, err or sys.stderr, record_decoder=record_decoder)
     except ValueError as exc:
         print(f"Error: {exc}", file=err or sys.stderr)
         return 2
