@@ -168,7 +168,8 @@ class BrokerContext:
 
     #: the group coordinator; None: groups are not served (COORDINATOR_NOT_AVAILABLE)
     groups: GroupCoordinator | None = None
-    #: the transaction coordinator; None: transactional ids get COORDINATOR_NOT_AVAILABLE
+    #: the transaction coordinator; None: FindCoordinator answers COORDINATOR_NOT_AVAILABLE
+    #: for transactional ids and InitProducerId with one NOT_COORDINATOR
     transactions: TransactionCoordinator | None = None
 
 
