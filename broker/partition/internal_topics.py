@@ -14,6 +14,10 @@ GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
 
 
+#: ``Topic.INTERNAL_TOPICS``
+INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME})
+
+
 def is_internal_topic(topic: str) -> bool:
     """``Topic.isInternal``."""
-    return topic in (GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME)
+    return topic in INTERNAL_TOPICS

@@ -50,7 +50,8 @@ transaction still open). There is no cap past that, as in Kafka: a client
 that initializes new ids without end grows it until expiration catches up;
 the operator's lever is ``transactional.id.expiration.ms`` (and the
 TRANSACTIONAL_ID ACLs, WRITE). An id costs its metadata object (12 slots),
-its id string and its partition set (empty outside a transaction).
+its id string and its partition set (empty outside a transaction): about
+half a kilobyte (docs/performance.md, "Figures moved from the code").
 Everything runs on the event loop thread (Kafka's ``stateLock`` and
 ``inLock`` are not needed).
 """
@@ -69,6 +70,7 @@ from broker.coordinator.group.timer import CoordinatorTimer, LoopTimer
 from broker.coordinator.group.writer import Durability
 from broker.coordinator.transaction.config import TransactionConfig
 from broker.coordinator.transaction.metadata import (
+    IllegalTransactionStateError,
     TransactionMetadata,
     TransactionState,
     TxnTransitMetadata,
@@ -400,7 +402,13 @@ class TransactionStateManager:
                     new_metadata,
                 )
                 return ErrorCode.NOT_COORDINATOR
-            found.transaction_metadata.complete_transition_to(new_metadata)
+            try:
+                found.transaction_metadata.complete_transition_to(new_metadata)
+            except IllegalTransactionStateError:
+                # Kafka throws in the append's callback and the client never hears back;
+                # here it gets an answer (the metadata keeps its pending state, as Kafka's)
+                log.exception("completing the transition of %s failed", transactional_id)
+                return ErrorCode.UNKNOWN_SERVER_ERROR
             return error
         if isinstance(found, CoordinatorEpochAndTxnMetadata):
             metadata = found.transaction_metadata
