@@ -21,6 +21,7 @@ from broker.protocol.messages import (
     InitProducerIdResponse,
     MetadataRequest,
 )
+from broker.records.iterate import iter_batches
 from broker.security.acl import AclOperation
 from tests.aio import run
 from tests.unit.handlers.conftest import InProcessBroker
@@ -209,3 +210,41 @@ def test_the_state_survives_a_restart_and_the_epoch_keeps_growing(tmp_path):
     # a new id gets a producer id no other id had
     assert init(b, "new").producer_id not in (first.producer_id, other.producer_id)
     stop(b)
+
+
+def test_the_record_of_a_new_transactional_id_in_golden_bytes(txn_broker):
+    """The record the first InitProducerId writes (tests/golden/VECTORS.md), worked out
+    field by field from Kafka 3.9's TransactionLogKey.json v0 and TransactionLogValue.json
+    v0 (the value version Kafka writes while transaction.version is 0), not by this
+    broker's encoder."""
+    first = init(txn_broker, "tx")
+    assert (first.producer_id, first.producer_epoch) == (0, 0)
+    manager = txn_broker.core.transactions.txn_manager
+    partition = txn_broker.replica_manager.get_partition(
+        TRANSACTION_STATE_TOPIC_NAME, manager.partition_for("tx")
+    )
+    info = partition.log.read(0, 1 << 20, min_one_message=True)
+    data = info.records.read()
+    ((batch,),) = [list(iter_batches(data, 0, len(data), file=True))]
+    (record,) = batch.records()
+    key = bytes.fromhex(
+        "0000"  # key version 0
+        "0002" + b"tx".hex()  # transactionalId: INT16 length, UTF-8
+    )
+    value = bytes.fromhex(
+        "0000"  # value version 0
+        "0000000000000000"  # producerId 0 (the broker's first)
+        "0000"  # producerEpoch 0
+        "0000ea60"  # transactionTimeoutMs 60000
+        "00"  # transactionStatus 0 (Empty)
+        "ffffffff"  # transactionPartitions: null (Empty writes none)
+        "0000018bcfe56800"  # transactionLastUpdateTimestampMs 1_700_000_000_000
+        "ffffffffffffffff"  # transactionStartTimestampMs -1 (no transaction)
+    )
+    assert (record.key, record.value) == (key, value)
+    header = batch.header()
+    assert (header.producer_id, header.is_control_batch, header.is_transactional) == (
+        -1,
+        False,
+        False,
+    )
