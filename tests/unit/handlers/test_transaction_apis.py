@@ -248,3 +248,18 @@ def test_the_record_of_a_new_transactional_id_in_golden_bytes(txn_broker):
         False,
         False,
     )
+
+
+def test_metadata_asking_for_the_state_topic_creates_it_as_the_coordinator_does(txn_broker):
+    topics = txn_broker.call(
+        MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name=TRANSACTION_STATE_TOPIC_NAME)],
+            allow_auto_topic_creation=True,
+        ),
+        12,
+    ).topics
+    ((name, internal, count),) = [(t.name, t.is_internal, len(t.partitions)) for t in topics]
+    assert (name, internal, count) == (TRANSACTION_STATE_TOPIC_NAME, True, 3)
+    assert txn_broker.replica_manager.partition_count("__consumer_offsets") is None
+    # and the coordinator serves it at once
+    assert init(txn_broker).error_code == ErrorCode.NONE
