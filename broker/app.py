@@ -214,6 +214,9 @@ class BrokerApp:
             # loads an existing __consumer_offsets in the background
             core.groups.startup()
             self.metrics.group_provider = self._group_sample
+        if core.transactions is not None:
+            # loads an existing __transaction_state in the background, expires idle ids
+            core.transactions.startup()
         # the advertised address needs the bound port when listeners asks for port 0
         broker, dispatcher = core.context, core.dispatcher
 
@@ -488,6 +491,9 @@ class BrokerApp:
             # parked joins and syncs are answered now (NOT_COORDINATOR), so the connections
             # holding them can close; commits waiting for their fsync end
             await core.groups.shutdown()
+        if core is not None and core.transactions is not None:
+            # InitProducerId writes waiting for their fsync end
+            await core.transactions.shutdown()
         deadline = time.monotonic() + int(self.config.get("shutdown.timeout.ms")) / 1000
         while self.connections and time.monotonic() < deadline:
             await asyncio.sleep(0.01)

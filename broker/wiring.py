@@ -8,6 +8,8 @@
       -> ScramControl                      (the plan's, its store loaded from the first log dir)
       -> AclControl | None                 (authorizer.class.name; ACLs in the first log dir)
       -> GroupCoordinator | None           (on the coordinator node only; not started)
+      -> TransactionCoordinator | None     (beside the groups' one; its TransactionStateManager
+                                            over __transaction_state; not started)
       -> BrokerContext -> HandlerRegistry -> Dispatcher
 
 :class:`broker.app.BrokerApp` builds its request path with :func:`build_core`
@@ -23,6 +25,9 @@ from dataclasses import dataclass
 
 from broker.config import BrokerConfig
 from broker.coordinator.group.coordinator import GroupCoordinator
+from broker.coordinator.transaction.config import TransactionConfig
+from broker.coordinator.transaction.coordinator import TransactionCoordinator
+from broker.coordinator.transaction.state_manager import TransactionStateManager
 from broker.handlers.context import BrokerContext, Endpoint
 from broker.handlers.registry import HandlerRegistry
 from broker.log.manager import LogManager
@@ -69,6 +74,8 @@ class BrokerCore:
     acl_control: AclControl | None
     #: None on a node that is not the groups' coordinator (``cluster.nodes``)
     groups: GroupCoordinator | None
+    #: None where ``groups`` is None: one coordinator node
+    transactions: TransactionCoordinator | None
     scram_control: ScramControl
     context: BrokerContext
     dispatcher: Dispatcher
@@ -112,8 +119,18 @@ def build_core(
     # consumer groups, with cluster.nodes on the machine's coordinator node only
     layout = plan.layout
     groups = None
+    transactions = None
     if layout is None or layout.coordinator.node_id == config.node_id:
         groups = GroupCoordinator(plan.group_config, replica_manager, group_commit, time_ms)
+        # transactional ids, on the same node (Kafka: TransactionCoordinator.apply)
+        txn_manager = TransactionStateManager(
+            TransactionConfig.from_broker(config),
+            replica_manager,
+            group_commit,
+            time_ms,
+            durable_fsync=bool(config.get("acks.all.fsync")),
+        )
+        transactions = TransactionCoordinator(txn_manager, producer_ids)
     context = BrokerContext(
         config=config,
         node_id=config.node_id,
@@ -126,6 +143,7 @@ def build_core(
         producer_ids=producer_ids,
         acl_control=acl_control,
         groups=groups,
+        transactions=transactions,
         scram_control=scram_control,
     )
     return BrokerCore(
@@ -135,6 +153,7 @@ def build_core(
         producer_ids=producer_ids,
         acl_control=acl_control,
         groups=groups,
+        transactions=transactions,
         scram_control=scram_control,
         context=context,
         dispatcher=Dispatcher(HandlerRegistry(context), meters),

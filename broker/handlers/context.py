@@ -10,7 +10,8 @@ small protocols below; the app hands the real objects in.
   ``ErrorsPerSec``, conversion time and temporary memory).
 * :class:`BrokerContext` -- configuration, partitions, logs, meters, the
   durability waiter (acks=all group commit), the producer-id allocator, the
-  group coordinator, the advertised address and the authorizer, shared by every handler.
+  group and transaction coordinators, the advertised address and the authorizer,
+  shared by every handler.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from broker.config import BrokerConfig
 from broker.coordinator.group.coordinator import GroupCoordinator
+from broker.coordinator.transaction.coordinator import TransactionCoordinator
 from broker.errors import ErrorCode
 from broker.log.manager import LogManager
 from broker.log.unified_log import UnifiedLog
@@ -166,6 +168,9 @@ class BrokerContext:
 
     #: the group coordinator; None: groups are not served (COORDINATOR_NOT_AVAILABLE)
     groups: GroupCoordinator | None = None
+    #: the transaction coordinator; None: FindCoordinator answers COORDINATOR_NOT_AVAILABLE
+    #: for transactional ids and InitProducerId with one NOT_COORDINATOR
+    transactions: TransactionCoordinator | None = None
 
 
 @dataclass

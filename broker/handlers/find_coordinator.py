@@ -1,13 +1,13 @@
 """FindCoordinator (key 10), versions 0-6.
 
-Group keys are answered with this broker (the leader of every partition of
-``__consumer_offsets``, created on the first lookup as Kafka's
-``KafkaApis.getCoordinator`` has it created); this broker has no
-transaction coordinator, so transaction keys get COORDINATOR_NOT_AVAILABLE
-with a message saying so (v1+), node id -1, host "" and port -1
-(``Node.noNode``), which is what a Kafka broker answers while a coordinator
-is not available. A broker built without a group coordinator answers group
-keys the same way.
+Group keys and transactional ids are answered with this broker (the leader
+of every partition of ``__consumer_offsets`` and ``__transaction_state``,
+each created on its first lookup as Kafka's ``KafkaApis.getCoordinator``
+has them created). A broker built without the coordinators (a node of
+``cluster.nodes`` other than the coordinator's: it names that node) or a
+topic that cannot be created answers COORDINATOR_NOT_AVAILABLE with a
+message saying so (v1+), node id -1, host "" and port -1 (``Node.noNode``),
+which is what a Kafka broker answers while a coordinator is not available.
 
 Serving it matters even without coordinators: librdkafka enables LZ4 only
 when the broker advertises FindCoordinator v0 (its ``rdkafka_feature.c``
@@ -22,7 +22,7 @@ Behaviour (``KafkaApis.getCoordinator``):
   (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), a share group key (v6+)
   CLUSTER_ACTION on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 - key_type 0 (group): this broker.
-- key_type 1 (transaction): COORDINATOR_NOT_AVAILABLE.
+- key_type 1 (transaction): this broker.
 - key_type 2 (share group, v6+): COORDINATOR_NOT_AVAILABLE, as Kafka 3.9;
   before v6 -> INVALID_REQUEST. Any other key type -> INVALID_REQUEST
   ("Unknown coordinator type received").
@@ -34,6 +34,8 @@ Version notes:
 """
 
 from __future__ import annotations
+
+from typing import Protocol
 
 from broker.errors import ErrorCode, KafkaError
 from broker.handlers.base import Reply, RequestHandler
@@ -47,8 +49,8 @@ SHARE = 2
 _NO_COORDINATOR = {
     GROUP: "This broker serves no consumer groups (it was started without a group coordinator).",
     TRANSACTION: (
-        "This broker has no transaction coordinator: transactions are not supported. Produce "
-        "without a transactional.id."
+        "This broker serves no transactional ids (it was started without a transaction "
+        "coordinator)."
     ),
     SHARE: "This broker has no share coordinator: share groups are not supported.",
 }
@@ -64,6 +66,10 @@ def coordinator_error(key_type: int, version: int) -> tuple[ErrorCode, str]:
     return ErrorCode.COORDINATOR_NOT_AVAILABLE, message
 
 
+class _Coordinator(Protocol):
+    def ensure_topic(self) -> None: ...
+
+
 class FindCoordinatorHandler(RequestHandler[FindCoordinatorRequest]):
     API_KEY = 10
     MIN_VERSION = 0
@@ -72,15 +78,19 @@ class FindCoordinatorHandler(RequestHandler[FindCoordinatorRequest]):
     def _lookup(self, key_type: int, version: int) -> tuple[ErrorCode, str | None]:
         layout = self.broker.replica_manager.layout
         if (
-            key_type == GROUP
+            key_type in (GROUP, TRANSACTION)
             and layout is not None
             and layout.coordinator.node_id != (self.broker.node_id)
         ):
             return ErrorCode.NONE, None  # another node of the machine (prototype)
-        groups = self.broker.groups
-        if key_type == GROUP and groups is not None:
+        coordinator: _Coordinator | None = None
+        if key_type == GROUP:
+            coordinator = self.broker.groups
+        elif key_type == TRANSACTION and self.broker.transactions is not None:
+            coordinator = self.broker.transactions.txn_manager
+        if coordinator is not None:
             try:
-                groups.ensure_topic()
+                coordinator.ensure_topic()
             except KafkaError as exc:
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE, str(exc)
             return ErrorCode.NONE, None

@@ -13,9 +13,10 @@ Behaviour:
   answered in full at once (Kafka answers LEADER_NOT_AVAILABLE and lets the
   client retry while its controller creates it; see docs/deviations.md).
 - An illegal topic name gets INVALID_TOPIC_EXCEPTION for that topic.
-- ``__consumer_offsets`` is listed like any topic with is_internal true (v1+),
-  as Kafka's ``MetadataCache`` lists it; asked for by name before it exists,
-  it is created as the group coordinator creates it (offsets.topic.* and a
+- ``__consumer_offsets`` and ``__transaction_state`` are listed like any
+  topic with is_internal true (v1+), as Kafka's ``MetadataCache`` lists them;
+  asked for by name before they exist, they are created as their
+  coordinator creates them (offsets.topic.* / transaction.state.log.* and a
   compacted log), never with num.partitions.
 - v10+ topic ids: a topic requested by id only (v12) is looked up by id;
   an unknown id gets UNKNOWN_TOPIC_ID.
@@ -48,7 +49,11 @@ from broker.errors import ErrorCode, KafkaError
 from broker.handlers.authorization import OPERATIONS_NOT_REQUESTED, authorized_operations
 from broker.handlers.base import Reply, RequestHandler
 from broker.handlers.context import RequestContext
-from broker.partition.internal_topics import is_internal_topic
+from broker.partition.internal_topics import (
+    GROUP_METADATA_TOPIC_NAME,
+    TRANSACTION_STATE_TOPIC_NAME,
+    is_internal_topic,
+)
 from broker.partition.partition import LEADER_EPOCH
 from broker.protocol.messages import MetadataRequest, MetadataResponse
 from broker.security.acl import CLUSTER_NAME, AclOperation, ResourceType
@@ -159,9 +164,11 @@ class MetadataHandler(RequestHandler[MetadataRequest]):
             ):
                 return self._error_topic(ctx, name, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             try:
-                if internal and broker.groups is not None:
+                if name == GROUP_METADATA_TOPIC_NAME and broker.groups is not None:
                     # created as the coordinator creates it (partitions, compaction)
                     broker.groups.ensure_topic()
+                elif name == TRANSACTION_STATE_TOPIC_NAME and broker.transactions is not None:
+                    broker.transactions.txn_manager.ensure_topic()
                 else:
                     rm.create_topic(name, int(broker.config.get("num.partitions")))
             except KafkaError as exc:

@@ -9,9 +9,10 @@ which this module calls.
 from __future__ import annotations
 
 from broker.coordinator.group import partitioner
+from broker.partition import internal_topics
 
 #: ``Topic.TRANSACTION_STATE_TOPIC_NAME``
-TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
+TRANSACTION_STATE_TOPIC_NAME = internal_topics.TRANSACTION_STATE_TOPIC_NAME
 
 
 def partition_for(transactional_id: str, num_partitions: int) -> int:

@@ -144,7 +144,7 @@ def test_transactional_produce_needs_write_on_the_transactional_id(
     assert p.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     grant(secured, acl(TXN, "tx1", Op.WRITE))
     (p,) = secured.call(req, 9).responses[0].partition_responses
-    # authorized: refused further on, as this broker has no transaction coordinator
+    # authorized: refused further on, as no transaction can start here yet (no AddPartitionsToTxn)
     assert p.error_code == ErrorCode.INVALID_TXN_STATE
     assert leo(secured, "orders") == 0
 

@@ -80,10 +80,25 @@ def test_find_coordinator_batches(broker, version):
         version, FindCoordinatorRequest(key_type=1, coordinator_keys=["tx-1", "tx-2"])
     )
     assert [(c.key, c.error_code, c.node_id, c.port) for c in resp.coordinators] == [
-        ("tx-1", ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, -1),
-        ("tx-2", ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, -1),
+        ("tx-1", ErrorCode.NONE, 3, PORT),
+        ("tx-2", ErrorCode.NONE, 3, PORT),
     ]
-    assert all("no transaction coordinator" in c.error_message for c in resp.coordinators)
+
+
+@pytest.mark.parametrize("version", [1, 3, 4])
+def test_find_coordinator_transaction_keys_without_a_coordinator(broker, version):
+    # as on a node that is not the coordinator's
+    broker.context.transactions = None
+    request = (
+        FindCoordinatorRequest(key_type=1, coordinator_keys=["tx-1"])
+        if version >= 4
+        else FindCoordinatorRequest(key="tx-1", key_type=1)
+    )
+    resp = broker.call(version, request)
+    found = resp.coordinators[0] if version >= 4 else resp
+    assert found.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert (found.node_id, found.host, found.port) == (-1, "", -1)
+    assert "serves no transactional ids" in found.error_message
 
 
 def test_find_coordinator_key_types(broker):

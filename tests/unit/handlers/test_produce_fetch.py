@@ -528,11 +528,12 @@ def test_init_producer_id_then_idempotent_duplicate_is_answered_with_original_of
     )
 
 
-def test_init_producer_id_with_transactional_id_is_refused(broker):
+def test_init_producer_id_with_transactional_id_goes_to_the_coordinator(broker):
     resp = broker.call(
         InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000), 4
     )
-    assert resp.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert resp.error_code == ErrorCode.NONE
+    assert resp.producer_epoch == 0
 
 
 def test_request_metrics_are_recorded(broker):
