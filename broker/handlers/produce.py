@@ -4,8 +4,10 @@ Behaviour (``KafkaApis.handleProduceRequest``, ``ProduceRequest.validateRecords`
 ``ReplicaManager.appendToLocalLog``):
 - A partition whose first batch is transactional fails the whole request:
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED without a transactional id or
-  without WRITE on it (as Kafka), INVALID_TXN_STATE with one (this broker
-  has no transaction coordinator; docs/deviations.md).
+  without WRITE on it (as Kafka), INVALID_TXN_STATE with one: the
+  transaction coordinator initializes transactional producers
+  (InitProducerId), but transactional batches are not appended yet (no
+  AddPartitionsToTxn, no markers; docs/deviations.md).
 - Authorization (with an authorizer): WRITE on each topic, else every
   partition of the topic gets TOPIC_AUTHORIZATION_FAILED, before the checks
   below, and nothing of it is stored (``KafkaApis.handleProduceRequest``).
@@ -130,8 +132,8 @@ _TOPIC_CODE = int(_TOPIC)
 #: (docs/deviations.md, "Record errors are capped")
 MAX_RESPONSE_RECORD_ERRORS = 1000
 _NO_TRANSACTIONS = (
-    "Transactions are not supported by this broker: it has no transaction "
-    "coordinator. Produce without a transactional.id."
+    "Transactional produce is not supported by this broker yet (no AddPartitionsToTxn, "
+    "no transaction markers). Produce without a transactional.id."
 )
 
 _PartitionResponse = ProduceResponse.PartitionProduceResponse
@@ -317,7 +319,7 @@ class ProduceHandler(RequestHandler[ProduceRequest]):
     # ---- the request's checks ---------------------------------------------------------------
 
     def _transactions_refused(self, ctx: RequestContext, request: ProduceRequest) -> KafkaError:
-        """What transactional records are answered with (no transaction coordinator)."""
+        """What transactional records are answered with (not appended yet)."""
         transactional_id = request.transactional_id
         if transactional_id is None or not authorize(
             self.broker, ctx, _WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id

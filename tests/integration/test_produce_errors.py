@@ -268,7 +268,7 @@ def test_transactional_batches_are_refused(client: RawClient, broker: BrokerProc
     }
     p = produce_one(client, "plain", 0, txn, 9, transactional_id="tx-1")
     assert p.error_code == ErrorCode.INVALID_TXN_STATE
-    assert "Transactions are not supported" in p.error_message
+    assert "Transactional produce is not supported" in p.error_message
     assert count(broker, "plain", 0) == before
 
 
