@@ -46,7 +46,7 @@ from broker.log import files
 from broker.log.errors import CorruptIndexError
 from broker.log.leader_epoch import LeaderEpochCache
 from broker.log.log_segments import LogSegments
-from broker.log.producer_state import CompletedTxn, ProducerStateManager
+from broker.log.producer_state import ProducerStateManager
 from broker.log.producer_tail import NOTHING_READ, TailScan, restore_batch_metadata
 from broker.log.record_times import parse_end_txn_marker
 from broker.log.recovery_report import (
@@ -59,6 +59,7 @@ from broker.log.recovery_report import (
 from broker.log.results import TimestampOffset
 from broker.log.scan import scan_segment
 from broker.log.segment import LogSegment, TimeMs, wall_clock_ms
+from broker.log.transaction_index import CompletedTxn
 from broker.records.batch import (
     CONTROL_FLAG_MASK,
     LENGTH_OFFSET,
