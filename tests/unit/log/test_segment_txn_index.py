@@ -1,7 +1,8 @@
 """A segment's ``.txnindex`` travels with its segment: written by
 ``LogSegment.update_txn_index``, searched by ``collect_aborted_txns``, renamed,
-moved, truncated, flushed, closed and deleted with the segment, kept by the
-log loader (``LogSegment.java``, ``LogLoader.scala``)."""
+moved, truncated, flushed, closed and deleted with the segment, kept by a
+clean load and rebuilt from the markers by a segment's recovery
+(``LogSegment.java``, ``LogLoader.java``)."""
 
 from __future__ import annotations
 
