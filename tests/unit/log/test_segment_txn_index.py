@@ -2,7 +2,7 @@
 ``LogSegment.update_txn_index``, searched by ``collect_aborted_txns``, renamed,
 moved, truncated, flushed, closed and deleted with the segment, kept by a
 clean load and rebuilt from the markers by a segment's recovery
-(``LogSegment.java``, ``LogLoader.java``)."""
+(``LogSegment.java``, ``LogLoader.scala``)."""
 
 from __future__ import annotations
 

@@ -564,3 +564,30 @@ def test_an_open_transaction_gives_the_last_stable_offset_after_load(
         assert reopened.last_stable_offset == 90
         assert reopened.fetch_last_stable_offset_metadata().message_offset == 90
         reopened.close()
+
+
+def test_rebuilding_a_segment_with_a_missing_index_keeps_the_producer_state(
+    tmp_path: Path, clock: MockTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A clean start that recovers the first segment (its ``.index`` is gone)
+    rebuilds the producer state at that segment's base, which drops the later
+    snapshots (``LogLoader.recoverSegment``); the snapshot taken after the
+    segment keeps the open transactions and the producers for the final load."""
+    log_dir = tmp_path / "t-0"
+    log = create_log(log_dir, clock, segment_bytes=128 * 5)
+    write_mixed_log(log, clock)
+    pid6 = append_transactional_as_leader(log, 6, EPOCH, clock)
+    pid6(3)  # 90-92
+    entry = log.producer_state.last_entry(6)
+    assert entry is not None
+    last_seq = entry.last_seq
+    log.close()
+    files.offset_index_file(log_dir, 0).unlink()
+    with caplog.at_level("WARNING", logger="broker.log.recovery"):
+        reopened = create_log(log_dir, clock, clean=True)
+    assert any("Rebuilding the indexes" in r.getMessage() for r in caplog.records)
+    assert reopened.first_unstable_offset == 90
+    entry = reopened.producer_state.last_entry(6)
+    assert entry is not None and entry.last_seq == last_seq
+    assert all_aborted_transactions(reopened) == EXPECTED_ABORTED
+    reopened.close()
