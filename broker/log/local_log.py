@@ -47,6 +47,7 @@ from broker.log.errors import LogClosedError
 from broker.log.file_records import FileSlice
 from broker.log.log_segments import LogSegments
 from broker.log.segment import FetchDataInfo, LogOffsetMetadata, LogSegment, TimeMs
+from broker.log.transaction_index import AbortedTxn
 
 if TYPE_CHECKING:
     from broker.config import TopicConfig
@@ -254,6 +255,27 @@ class LocalLog:
             self._unsynced_snapshots.append(path)
 
     # ---- reads ---------------------------------------------------------------------------
+
+    def collect_aborted_transactions(
+        self, log_start_offset: int, base_offset: int, upper_bound_offset: int
+    ) -> list[AbortedTxn]:
+        """``LocalLog.collectAbortedTransactions``: from the segment holding
+        ``base_offset`` on, each segment's aborted transactions overlapping
+        ``[log_start_offset, upper_bound_offset)`` (``LogSegment.collectAbortedTxns``),
+        until one says the search is complete (an entry's last stable offset
+        reached the upper bound). A segment without a ``.txnindex`` costs no
+        read; one with entries is read a chunk at a time and not past the
+        entry that completes the search."""
+        segments = self.segments
+        segment = segments.floor_segment(base_offset)
+        found: list[AbortedTxn] = []
+        while segment is not None:
+            result = segment.collect_aborted_txns(log_start_offset, upper_bound_offset)
+            found.extend(result.aborted_transactions)
+            if result.is_complete:
+                break
+            segment = segments.higher_segment(segment.base_offset)
+        return found
 
     def offset_metadata(self, offset: int) -> LogOffsetMetadata:
         """Segment and position of the batch holding ``offset``

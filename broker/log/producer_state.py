@@ -27,9 +27,10 @@ end offset, exclusive), big-endian, as ``ProducerStateManager.java`` writes it
       CurrentTxnFirstOffset Int64   -1 when no transaction is open
 
 Transactions (``ProducerStateManager.ongoingTxns``, ``TxnMetadata``,
-``CompletedTxn``): a transactional data batch of a producer with no open
-transaction begins one at its first offset; an end-transaction marker
-(COMMIT/ABORT control batch) ends it and yields a :class:`CompletedTxn`,
+``CompletedTxn`` -- the one type, from ``transaction_index.py``): a
+transactional data batch of a producer with no open transaction begins
+one at its first offset; an end-transaction marker (COMMIT/ABORT control
+batch) ends it and yields a :class:`CompletedTxn`,
 which the caller turns into a last stable offset and then completes
 (:meth:`ProducerStateManager.complete_txn`). The first unstable offset is the
 smallest first offset of the ongoing transactions. Kafka also counts
@@ -72,6 +73,7 @@ from broker.log.files import (
 )
 from broker.log.held_field import HeldField
 from broker.log.segment import LogOffsetMetadata
+from broker.log.transaction_index import CompletedTxn
 from broker.records.batch import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -123,16 +125,6 @@ class TxnMetadata(NamedTuple):
 
     producer_id: int
     first_offset: LogOffsetMetadata
-
-
-class CompletedTxn(NamedTuple):
-    """``CompletedTxn``: a transaction an end marker closed, from its first
-    data offset to the marker's offset."""
-
-    producer_id: int
-    first_offset: int
-    last_offset: int
-    is_aborted: bool
 
 
 def check_producer_epoch(
@@ -535,6 +527,36 @@ class ProducerStateManager:
         TRANSACTION_COORDINATOR_FENCED. Returns the completed transaction, or
         None when none was open (a marker of an empty transaction); the
         transaction stays in :attr:`ongoing_txns` until :meth:`complete_txn`."""
+        self.check_end_txn_marker(producer_id, marker, producer_epoch, offset, origin=origin)
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            entry = self._entry(producer_id)
+        txn_first = entry.current_txn_first_offset
+        completed = (
+            None
+            if txn_first is None
+            else CompletedTxn(
+                producer_id, txn_first, offset, marker.control_type is ControlRecordType.ABORT
+            )
+        )
+        entry.maybe_update_producer_epoch(producer_epoch)
+        entry.coordinator_epoch = marker.coordinator_epoch
+        entry.current_txn_first_offset = None
+        entry.last_timestamp = timestamp
+        return completed
+
+    def check_end_txn_marker(
+        self,
+        producer_id: int,
+        marker: EndTransactionMarker,
+        producer_epoch: int,
+        offset: int,
+        *,
+        origin: AppendOrigin = AppendOrigin.COORDINATOR,
+    ) -> None:
+        """The checks of :meth:`append_end_txn_marker`, without its effects (the
+        log runs them before the marker's bytes are written, as Kafka's
+        ``UnifiedLog.analyzeAndValidateProducerState`` does before the append)."""
         entry = self._producers.get(producer_id)
         current_epoch = NO_PRODUCER_EPOCH if entry is None else entry.producer_epoch
         check_producer_epoch(
@@ -555,21 +577,6 @@ class ProducerStateManager:
                 f"partition {self.topic_partition}: {marker.coordinator_epoch} (zombie), "
                 f"{current_coordinator_epoch} (current)"
             )
-        if entry is None:
-            entry = self._entry(producer_id)
-        txn_first = entry.current_txn_first_offset
-        completed = (
-            None
-            if txn_first is None
-            else CompletedTxn(
-                producer_id, txn_first, offset, marker.control_type is ControlRecordType.ABORT
-            )
-        )
-        entry.maybe_update_producer_epoch(producer_epoch)
-        entry.coordinator_epoch = marker.coordinator_epoch
-        entry.current_txn_first_offset = None
-        entry.last_timestamp = timestamp
-        return completed
 
     def complete_txn(self, completed_txn: CompletedTxn) -> None:
         """``completeTxn``: the transaction is no longer ongoing (one broker:

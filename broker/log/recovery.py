@@ -8,9 +8,13 @@
 2. open every ``.log`` (an index, time index or transaction index without
    its ``.log`` is deleted); a missing time index becomes an empty file; a
    missing or insane offset index, or an insane transaction index, makes
-   that segment be recovered at once;
+   that segment be recovered at once (with the producer state at its base,
+   so its ``.txnindex`` is rebuilt too, ``LogLoader.recoverSegment``);
 3. after an unclean shutdown, recover every segment from the one holding
-   the recovery point to the end (:func:`recover_segment`). The first
+   the recovery point to the end (:func:`recover_segment`, the producer
+   state carried from segment to segment: each ``.txnindex`` is rebuilt from
+   the segment's markers; after a clean shutdown the ``.txnindex`` files are
+   trusted). The first
    segment that loses bytes ends the loop and **every later segment is
    deleted**, as Kafka does (their offsets would no longer follow). Each
    cut and each such deletion is a WARNING naming the partition, the files,
@@ -46,7 +50,7 @@ from broker.log import files
 from broker.log.errors import CorruptIndexError
 from broker.log.leader_epoch import LeaderEpochCache
 from broker.log.log_segments import LogSegments
-from broker.log.producer_state import CompletedTxn, ProducerStateManager
+from broker.log.producer_state import ProducerStateManager
 from broker.log.producer_tail import NOTHING_READ, TailScan, restore_batch_metadata
 from broker.log.record_times import parse_end_txn_marker
 from broker.log.recovery_report import (
@@ -59,6 +63,7 @@ from broker.log.recovery_report import (
 from broker.log.results import TimestampOffset
 from broker.log.scan import scan_segment
 from broker.log.segment import LogSegment, TimeMs, wall_clock_ms
+from broker.log.transaction_index import CompletedTxn
 from broker.records.batch import (
     CONTROL_FLAG_MASK,
     LENGTH_OFFSET,
@@ -136,8 +141,10 @@ def recover_segment(
     buffer: bytearray | None = None,
 ) -> RecoverResult:
     """``LogSegment.recover``: rebuild both indexes from the ``.log`` and cut it
-    at the first invalid byte; the ``.txnindex`` loses the entries at or past
-    the new end. Producer batches and new leader epochs met on
+    at the first invalid byte. With ``producer_state`` the ``.txnindex`` is
+    rebuilt from the segment's markers (the state must be the one at the
+    segment's base offset); without, it loses the entries at or past the new
+    end. Producer batches and new leader epochs met on
     the way update ``producer_state`` / ``leader_epoch_cache``. ``buffer``: the
     caller's read buffer to scan with (the log cleaner's) instead of a new one
     of up to ``SCAN_CHUNK_BYTES``."""
@@ -192,10 +199,18 @@ def recover_segment(
     time_index.maybe_append(scan.max_ts, scan.offset_of_max_ts, skip_full_check=True)
     time_index.trim_to_valid_size()
     next_offset = scan.last_offset + 1 if scan.valid_end > 0 else segment.base_offset
-    # Kafka resets the .txnindex here and rebuilds it from the markers through
-    # the producer state; until that rebuild exists the entries are kept, but
-    # none for a marker past the valid end (nor a torn last entry) survives
-    segment.txn_index.truncate_to(next_offset)
+    txn_index = segment.txn_index
+    if producer_state is not None:
+        # LogSegment.recover: the .txnindex is reset and rebuilt from the markers
+        # of the valid batches, each aborted transaction with the LSO after it
+        txn_index.reset()
+        for txn, last_stable_offset in completed_txns:
+            segment.update_txn_index(txn, last_stable_offset)
+    else:
+        # without producer state (the cleaner's check of a cleaned segment) the
+        # entries are kept, but none for a marker past the valid end (nor a
+        # torn last entry) survives
+        txn_index.truncate_to(next_offset)
     return RecoverResult(truncated, next_offset, scan.error, scan.valid_end, tuple(completed_txns))
 
 
@@ -560,7 +575,20 @@ def load_log(
     for segment, reason in needs_rebuild:
         if had_clean_shutdown or segment.base_offset < first_unflushed:
             logger.warning("Rebuilding the indexes of %s: %s", segment.log.path, reason)
-            result = recover_segment(segment, None, epoch_cache)
+            # LogLoader.recoverSegment: the producer state at the segment's base
+            # (snapshot + replay), so its markers rebuild the .txnindex
+            segment_psm = ProducerStateManager(directory, producer_id_expiration_ms)
+            rebuild_producer_state(
+                segment_psm,
+                segments,
+                log_start_offset=log_start_offset_checkpoint,
+                last_offset=segment.base_offset,
+                reload_from_clean_shutdown=False,
+                now_ms=time_ms(),
+                restore_last_batches=False,
+            )
+            result = recover_segment(segment, segment_psm, epoch_cache)
+            segment_psm.take_snapshot()
             if result.truncated_bytes > 0:
                 # Kafka ignores what this rebuild cuts (LogLoader.loadSegmentFiles); we say it
                 truncated_total += result.truncated_bytes

@@ -1,5 +1,5 @@
 """The log of one partition: what the partition layer appends to and reads from
-(``UnifiedLog.scala`` without replication, tiered storage or transactions).
+(``UnifiedLog.scala`` without replication or tiered storage).
 
 Append order (the second half of ``UnifiedLog.append``, from the leader-epoch
 cache to the segment append), split in two so the partition layer can run
@@ -19,6 +19,22 @@ the producer-state checks where Kafka runs them:
   producer-state end offset moved, flush when ``flush.messages`` is reached.
 
 :meth:`append` does both for callers without producer checks.
+
+Transactions (``UnifiedLog.append``'s completed transactions,
+``lastStableOffset``, ``collectAbortedTransactions``): an end-transaction
+marker (a COMMIT/ABORT control batch) appended by the coordinator through
+:meth:`UnifiedLog.append_end_txn_marker` is checked against the producer
+state first (producer epoch, coordinator epoch; ``AppendOrigin.COORDINATOR``),
+then written like any batch; :meth:`UnifiedLog.commit_append` ends the
+producer's transaction: for each completed transaction, in log order, the
+last stable offset after it, an ABORT's entry in the active segment's
+``.txnindex`` (``LogSegment.updateTxnIndex``; COMMITs are not indexed),
+then ``complete_txn``. The first unstable offset is the oldest ongoing
+transaction's first offset, never below the log start offset; the last
+stable offset is it, else the high watermark (the LEO on one broker). A
+control batch reaching :meth:`commit_append` by another way (a caller's
+bytes) is applied unchecked, as a follower's append is. Batches without a
+producer id never reach this code (the append owner's one-call path).
 
 Threading: see ``local_log.py``. One thread at a time uses a partition's
 log; :meth:`flush` may run concurrently from a flusher thread.
@@ -43,11 +59,12 @@ from broker.log.leader_epoch import LeaderEpochCache
 from broker.log.local_log import FlushRecorder, LocalLog
 from broker.log.producer_state import ProducerStateManager
 from broker.log.producer_tail import NOTHING_READ
-from broker.log.record_times import offset_of_max_timestamp
+from broker.log.record_times import offset_of_max_timestamp, parse_end_txn_marker
 from broker.log.recovery import load_log, rebuild_producer_state
 from broker.log.recovery_report import RecoveryRecorder
 from broker.log.results import LogAppendResult
 from broker.log.segment import FetchDataInfo, LogOffsetMetadata, LogSegment, TimeMs, wall_clock_ms
+from broker.log.transaction_index import AbortedTxn, CompletedTxn
 from broker.records.batch import (
     CONTROL_FLAG_MASK,
     MAGIC_V2,
@@ -55,6 +72,12 @@ from broker.records.batch import (
     TRANSACTIONAL_FLAG_MASK,
 )
 from broker.records.batch_info import BatchInfo, parse_batch_infos
+from broker.records.control import (
+    ControlRecordType,
+    EndTransactionMarker,
+    end_txn_marker_batch,
+)
+from broker.records.origin import AppendOrigin
 
 if TYPE_CHECKING:
     from broker.config import TopicConfig
@@ -235,6 +258,56 @@ class UnifiedLog:
         return self._local.log_end_offset
 
     @property
+    def first_unstable_offset(self) -> int | None:
+        """``UnifiedLog.firstUnstableOffset``: the first offset of the oldest
+        ongoing transaction, never below the log start offset; None when no
+        transaction is open."""
+        first = self.producer_state.first_undecided_offset()
+        if first is None:
+            return None
+        start = self.log_start_offset
+        return first if first >= start else start
+
+    @property
+    def last_stable_offset(self) -> int:
+        """``UnifiedLog.lastStableOffset``: every offset below it is decided
+        (the first unstable offset, else the high watermark)."""
+        first = self.first_unstable_offset
+        high_watermark = self.high_watermark
+        return first if first is not None and first < high_watermark else high_watermark
+
+    @property
+    def last_stable_offset_lag(self) -> int:
+        """``UnifiedLog.lastStableOffsetLag``."""
+        return self.high_watermark - self.last_stable_offset
+
+    def fetch_last_stable_offset_metadata(self) -> LogOffsetMetadata:
+        """``UnifiedLog.fetchLastStableOffsetMetadata``: the last stable offset
+        with its segment and position (what a READ_COMMITTED read is bounded
+        by); the oldest transaction's position when the append knew it, else
+        looked up."""
+        first = self.first_unstable_offset
+        if first is None or first >= self.high_watermark:
+            return self._local.log_end_offset_metadata
+        for txn in self.producer_state.ongoing_txns.values():
+            metadata = txn.first_offset
+            if metadata.message_offset == first and not metadata.message_offset_only:
+                return metadata
+            break
+        return self._local.offset_metadata(first)
+
+    def collect_aborted_transactions(
+        self, start_offset: int, upper_bound_offset: int
+    ) -> list[AbortedTxn]:
+        """``UnifiedLog.collectAbortedTransactions``: the aborted transactions
+        of the segments from the one holding ``start_offset`` that end at or
+        after the log start offset and begin below ``upper_bound_offset``
+        (Kafka filters with the log start offset, not ``start_offset``)."""
+        return self._local.collect_aborted_transactions(
+            self.log_start_offset, start_offset, upper_bound_offset
+        )
+
+    @property
     def recovery_point(self) -> int:
         return self._local.recovery_point
 
@@ -372,10 +445,18 @@ class UnifiedLog:
             pending.records,
         )
         state = self.producer_state
+        completed_txns: list[CompletedTxn] | None = None
         for batch in pending.batches:
             if batch.producer_id != -1 and batch.base_offset is not None:
-                if batch.attributes & CONTROL_FLAG_MASK:
-                    continue  # transactional produce is refused before the log
+                attributes = batch.attributes
+                if attributes & CONTROL_FLAG_MASK:
+                    completed = self._apply_control_batch(pending.records, batch)
+                    if completed is not None:
+                        if completed_txns is None:
+                            completed_txns = []
+                        completed_txns.append(completed)
+                    continue
+                is_transactional = bool(attributes & TRANSACTIONAL_FLAG_MASK)
                 state.update_data_batch(
                     batch.producer_id,
                     producer_epoch=batch.producer_epoch,
@@ -384,9 +465,18 @@ class UnifiedLog:
                     first_offset=batch.base_offset,
                     last_offset=batch.last_offset,
                     max_timestamp=batch.max_timestamp,
-                    is_transactional=bool(batch.attributes & TRANSACTIONAL_FLAG_MASK),
+                    is_transactional=is_transactional,
+                    first_offset_metadata=LogOffsetMetadata(
+                        batch.base_offset,
+                        pending.segment_base_offset,
+                        pending.position + batch.position,
+                    )
+                    if is_transactional
+                    else None,
                 )
         state.update_map_end_offset(pending.last_offset + 1)
+        if completed_txns is not None:
+            self._complete_txns(completed_txns)
         if self._appender.flush_due():
             self.flush()
         return LogAppendResult(
@@ -396,6 +486,72 @@ class UnifiedLog:
             pending.shallow_offset_of_max_timestamp,
             self.log_start_offset,
         )
+
+    def _apply_control_batch(self, records: memoryview, batch: BatchInfo) -> CompletedTxn | None:
+        """``ProducerAppendInfo.append`` of a control batch (origin REPLICATION:
+        :meth:`append_end_txn_marker` checked it before the write): its marker
+        ends the producer's transaction; an empty control batch (what the
+        cleaner leaves of a marker) ends nothing."""
+        start = batch.position
+        marker = parse_end_txn_marker(bytes(records[start : start + batch.size_in_bytes]))
+        if marker is None:
+            return None
+        commit, coordinator_epoch, _timestamp = marker
+        assert batch.base_offset is not None
+        return self.producer_state.append_end_txn_marker(
+            batch.producer_id,
+            EndTransactionMarker(
+                ControlRecordType.COMMIT if commit else ControlRecordType.ABORT,
+                coordinator_epoch,
+            ),
+            batch.producer_epoch,
+            batch.base_offset,
+            batch.max_timestamp,
+            origin=AppendOrigin.REPLICATION,
+        )
+
+    def _complete_txns(self, completed_txns: list[CompletedTxn]) -> None:
+        """``UnifiedLog.append`` after the segment append: each completed
+        transaction gets the last stable offset after it, an aborted one its
+        ``.txnindex`` entry in the segment its marker went to (the active
+        one), then it is no longer ongoing. A failed index write leaves it
+        ongoing (the last stable offset stays below it, as in Kafka)."""
+        state = self.producer_state
+        segment = self._local.segments.active()
+        for completed in completed_txns:
+            last_stable_offset = state.last_stable_offset(completed)
+            segment.update_txn_index(completed, last_stable_offset)
+            state.complete_txn(completed)
+
+    def append_end_txn_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        marker: EndTransactionMarker,
+        *,
+        leader_epoch: int,
+        timestamp: int | None = None,
+        origin: AppendOrigin = AppendOrigin.COORDINATOR,
+    ) -> LogAppendResult:
+        """Append the end-transaction ``marker`` of ``producer_id`` at the LEO
+        (``UnifiedLog.appendAsLeader`` of ``MemoryRecords.withEndTransactionMarker``,
+        what the coordinator's WriteTxnMarkers makes the partition do).
+        Checked before anything is written: an older producer epoch is
+        InvalidProducerEpochError, an older coordinator epoch
+        TransactionCoordinatorFencedError. ``timestamp`` defaults to the log's clock."""
+        offset = self._local.log_end_offset
+        self.producer_state.check_end_txn_marker(
+            producer_id, marker, producer_epoch, offset, origin=origin
+        )
+        records = end_txn_marker_batch(
+            marker,
+            base_offset=offset,
+            timestamp=self._time_ms() if timestamp is None else timestamp,
+            partition_leader_epoch=leader_epoch,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+        )
+        return self.commit_append(self.prepare_append(records))
 
     def append(
         self,

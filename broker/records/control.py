@@ -11,6 +11,12 @@ record whose key and value are::
 
 Readers are lenient about versions (a higher version is parsed as v0) and
 strict about sizes and negative versions (InvalidRecordError).
+
+:func:`end_txn_marker_batch` writes the batch a coordinator appends to end a
+transaction (``MemoryRecords.withEndTransactionMarker``): one uncompressed
+v2 batch, CreateTime, transactional and control bits set (attributes 0x30),
+BaseSequence -1, one record at offset delta 0 whose timestamp is the
+marker's, key ``00 00 00 TT`` and value ``00 00 EE EE EE EE``; 78 bytes.
 """
 
 from __future__ import annotations
@@ -20,7 +26,10 @@ import struct
 from typing import NamedTuple
 
 from broker.errors import InvalidRecordError
+from broker.records.batch import NO_SEQUENCE
 from broker.records.buffers import ReadableBuffer
+from broker.records.builder import build_v2_batch
+from broker.records.record import SimpleRecord
 
 CONTROL_KEY_SIZE = 4
 END_TXN_MARKER_VALUE_SIZE = 6
@@ -110,3 +119,28 @@ def parse_end_txn_marker(
             "May indicate data corruption"
         )
     return EndTransactionMarker(control_type, int(epoch))
+
+
+def end_txn_marker_batch(
+    marker: EndTransactionMarker,
+    *,
+    base_offset: int,
+    timestamp: int,
+    partition_leader_epoch: int,
+    producer_id: int,
+    producer_epoch: int,
+) -> bytearray:
+    """The control batch of ``marker`` (``MemoryRecords.withEndTransactionMarker``;
+    layout in the module docstring)."""
+    _ensure_marker_type(marker.control_type)
+    built = build_v2_batch(
+        [SimpleRecord(timestamp, marker.key(), marker.serialize_value())],
+        base_offset=base_offset,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=NO_SEQUENCE,
+        is_transactional=True,
+        is_control=True,
+        partition_leader_epoch=partition_leader_epoch,
+    )
+    return built.buffer

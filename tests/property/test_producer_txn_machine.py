@@ -30,7 +30,8 @@ from broker.errors import (
     InvalidTxnStateError,
     TransactionCoordinatorFencedError,
 )
-from broker.log.producer_state import CompletedTxn, ProducerStateManager
+from broker.log.producer_state import ProducerStateManager
+from broker.log.transaction_index import CompletedTxn
 from broker.records.control import ControlRecordType, EndTransactionMarker
 
 PIDS = st.sampled_from([11, 12, 13, 14])

@@ -24,7 +24,6 @@ from broker.errors import (
 from broker.log.producer_state import (
     LATE_TRANSACTION_BUFFER_MS,
     BatchMetadata,
-    CompletedTxn,
     ProducerStateEntry,
     ProducerStateManager,
     TxnMetadata,
@@ -32,6 +31,7 @@ from broker.log.producer_state import (
     read_snapshot,
 )
 from broker.log.segment import LogOffsetMetadata
+from broker.log.transaction_index import CompletedTxn
 from broker.partition.producer_append import check_producer_batches
 from broker.records.batch import NO_SEQUENCE, NO_TIMESTAMP, TRANSACTIONAL_FLAG_MASK
 from broker.records.batch_info import BatchInfo

@@ -1,7 +1,8 @@
 """A segment's ``.txnindex`` travels with its segment: written by
 ``LogSegment.update_txn_index``, searched by ``collect_aborted_txns``, renamed,
-moved, truncated, flushed, closed and deleted with the segment, kept by the
-log loader (``LogSegment.java``, ``LogLoader.scala``)."""
+moved, truncated, flushed, closed and deleted with the segment, kept by a
+clean load and rebuilt from the markers by a segment's recovery
+(``LogSegment.java``, ``LogLoader.scala``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from broker.log.transaction_index import (
     TxnIndexSearchResult,
 )
 from broker.log.unified_log import UnifiedLog
+from broker.records.batch import TRANSACTIONAL_FLAG_MASK
+from broker.records.control import ControlRecordType, EndTransactionMarker
 from tests.unit.log.batches import v2_batch
 from tests.unit.log.helpers import MockTime, create_segment, v1_records
 
@@ -66,6 +69,27 @@ def _open_log(
 def _append(log: UnifiedLog, n: int) -> None:
     for _ in range(n):
         log.append(v2_batch(log.log_end_offset, [b"value"], base_timestamp=MockTime().now))
+
+
+def _aborted_txn(log: UnifiedLog, pid: int) -> AbortedTxn:
+    """A one-record transaction of ``pid`` and its ABORT marker; the entry it makes."""
+    first = log.log_end_offset
+    log.append(
+        v2_batch(
+            first,
+            [b"t"],
+            base_timestamp=MockTime().now,
+            producer_id=pid,
+            producer_epoch=0,
+            base_sequence=0,
+            attributes=TRANSACTIONAL_FLAG_MASK,
+        )
+    )
+    lso = log.first_unstable_offset
+    assert lso is not None
+    marker = EndTransactionMarker(ControlRecordType.ABORT, 0)
+    last = log.append_end_txn_marker(pid, 0, marker, leader_epoch=0).last_offset
+    return AbortedTxn(pid, first, last, lso if lso != first else last + 1)
 
 
 # ---- the segment API ----------------------------------------------------------------------
@@ -249,7 +273,9 @@ def test_log_truncation_truncates_and_deletes_txn_indexes(tmp_path: Path) -> Non
     log.close()
 
 
-def test_loading_keeps_a_valid_txn_index(tmp_path: Path) -> None:
+def test_loading_keeps_a_valid_txn_index_after_a_clean_shutdown(tmp_path: Path) -> None:
+    """A clean start trusts the ``.txnindex`` files (even entries no marker
+    backs); an unclean one rebuilds them from the markers (here: none)."""
     directory = tmp_path / "t-0"
     log = _open_log(directory, MockTime(), segment_bytes=200)
     _append(log, 20)
@@ -257,42 +283,47 @@ def test_loading_keeps_a_valid_txn_index(tmp_path: Path) -> None:
     log.segments[0].update_txn_index(_aborted(1, 0, 1), 0)
     log.segments[1].update_txn_index(_aborted(2, bases[1], bases[1] + 1), 0)
     log.close()
-    for clean in (True, False):
-        log = _open_log(directory, MockTime(), clean=clean, segment_bytes=200)
-        assert [s.base_offset for s in log.segments] == bases
-        assert log.segments[0].txn_index.all_aborted_txns() == [AbortedTxn(1, 0, 1, 0)]
-        assert log.segments[1].collect_aborted_txns(0, 100).aborted_transactions == [
-            AbortedTxn(2, bases[1], bases[1] + 1, 0)
-        ]
-        log.close()
+    log = _open_log(directory, MockTime(), clean=True, segment_bytes=200)
+    assert [s.base_offset for s in log.segments] == bases
+    assert log.segments[0].txn_index.all_aborted_txns() == [AbortedTxn(1, 0, 1, 0)]
+    assert log.segments[1].collect_aborted_txns(0, 100).aborted_transactions == [
+        AbortedTxn(2, bases[1], bases[1] + 1, 0)
+    ]
+    log.close()
+    log = _open_log(directory, MockTime(), clean=False, segment_bytes=200)
+    assert [s.txn_index.all_aborted_txns() for s in log.segments[:2]] == [[], []]
+    log.close()
 
 
 def test_unclean_recovery_drops_entries_past_the_log_end(tmp_path: Path) -> None:
     directory = tmp_path / "t-0"
     log = _open_log(directory, MockTime())
     _append(log, 5)
+    real = _aborted_txn(log, 1)
     active = log.active_segment
-    active.update_txn_index(_aborted(1, 0, 2), 0)
-    active.update_txn_index(_aborted(2, 3, 7), 3)  # its marker never reached the .log
+    active.update_txn_index(_aborted(2, 8, 9), 8)  # its marker never reached the .log
     log.close()
     log = _open_log(directory, MockTime(), clean=False)
-    assert log.log_end_offset == 5
-    assert log.active_segment.txn_index.all_aborted_txns() == [AbortedTxn(1, 0, 2, 0)]
+    assert log.log_end_offset == 7
+    assert log.active_segment.txn_index.all_aborted_txns() == [real]
     log.close()
 
 
 def test_loading_repairs_a_torn_txn_index(tmp_path: Path) -> None:
+    """A torn last entry fails the sanity check: the segment is recovered and
+    its ``.txnindex`` rebuilt from its markers."""
     directory = tmp_path / "t-0"
-    log = _open_log(directory, MockTime(), segment_bytes=200)
-    _append(log, 20)
-    log.segments[0].update_txn_index(_aborted(1, 0, 1), 0)
+    log = _open_log(directory, MockTime(), segment_bytes=1024)
+    real = _aborted_txn(log, 1)
+    log.roll()
+    _append(log, 3)
     txn_file = log.segments[0].txn_index_path
     log.close()
     with open(txn_file, "ab") as f:
         f.write(AbortedTxn(2, 2, 3, 0).to_bytes()[:20])
-    log = _open_log(directory, MockTime(), segment_bytes=200)
+    log = _open_log(directory, MockTime(), segment_bytes=1024)
     assert txn_file.stat().st_size == ENTRY_SIZE
-    assert log.segments[0].txn_index.all_aborted_txns() == [AbortedTxn(1, 0, 1, 0)]
+    assert log.segments[0].txn_index.all_aborted_txns() == [real]
     log.close()
 
 
@@ -324,25 +355,28 @@ def test_loading_finishes_a_swap_with_its_txn_index(tmp_path: Path) -> None:
     log.close()
 
 
-def test_loading_rebuilds_the_other_indexes_of_an_insane_txn_index_and_keeps_it(
+def test_loading_rebuilds_an_insane_txn_index_from_the_markers(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """An entry ending before the segment's base offset fails the sanity check
-    (``TransactionIndex.sanityCheck``): the segment is recovered. Kafka's
-    recovery would also rebuild the ``.txnindex`` from the markers; until that
-    rebuild exists the file is kept as it is."""
+    (``TransactionIndex.sanityCheck``): the segment is recovered with the
+    producer state at its base (``LogLoader.recoverSegment``), which rebuilds
+    the ``.txnindex`` from its markers (the second segment has one ABORT)."""
     directory = tmp_path / "t-0"
-    log = _open_log(directory, MockTime(), segment_bytes=200)
-    _append(log, 20)
+    log = _open_log(directory, MockTime(), segment_bytes=1024)
+    _append(log, 3)
+    log.roll()
+    _append(log, 1)
+    real = _aborted_txn(log, 7)
+    log.roll()
+    _append(log, 3)
     second = log.segments[1]
+    assert second.txn_index.all_aborted_txns() == [real]
     txn_file = second.txn_index_path
     log.close()
     txn_file.write_bytes(AbortedTxn(1, 0, second.base_offset - 1, 0).to_bytes())
     with caplog.at_level("WARNING", logger="broker.log.recovery"):
-        log = _open_log(directory, MockTime(), segment_bytes=200)
+        log = _open_log(directory, MockTime(), segment_bytes=1024)
     assert any("is less than start offset" in r.getMessage() for r in caplog.records)
-    assert log.log_end_offset == 20
-    assert log.segments[1].txn_index.all_aborted_txns() == [
-        AbortedTxn(1, 0, second.base_offset - 1, 0)
-    ]
+    assert log.segments[1].txn_index.all_aborted_txns() == [real]
     log.close()

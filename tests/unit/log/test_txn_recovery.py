@@ -13,12 +13,12 @@ import pytest
 from broker.config import TopicConfig
 from broker.log import recovery
 from broker.log.producer_state import (
-    CompletedTxn,
     ProducerStateManager,
     TxnMetadata,
     list_snapshot_offsets,
 )
 from broker.log.segment import LogOffsetMetadata
+from broker.log.transaction_index import CompletedTxn
 from broker.log.unified_log import UnifiedLog
 from broker.records.batch import (
     CONTROL_FLAG_MASK,
