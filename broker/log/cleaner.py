@@ -305,6 +305,13 @@ class Cleaner:
                     retain_legacy_deletes=retain_legacy_deletes,
                     stats=stats,
                 )
+            # every transactional batch and marker is kept whole (KEEP_TXN in _clean_py.py),
+            # so each aborted transaction the old segments index stays one of the cleaned
+            # segment (Kafka's CleanedTransactionMetadata re-appends them as it reads the
+            # markers it keeps)
+            for view in group:
+                for aborted in view.segment.txn_index.aborted_txns():
+                    cleaned.txn_index.append(aborted)
             next_offset = finish_cleaned_segment(
                 cleaned, group[-1].last_modified, self._read_buffer
             )

@@ -608,7 +608,8 @@ def test_log_append_time_batches_keep_their_timestamp(tmp_path: Path) -> None:
 def test_transactional_and_control_batches_are_kept_whole(tmp_path: Path) -> None:
     """No transaction coordinator here: every transactional batch and every
     marker stays as it is, and transactional records do not enter the map
-    (a later transactional value never removes an earlier committed one)."""
+    (a later transactional value never removes an earlier committed one); the
+    aborted transactions' .txnindex entries go with them into the cleaned segment."""
     log = make_log(tmp_path)
     append_record(log, 1, 1)
     append_records(log, [(1, 2), (1, 3)], producer_id=9, producer_epoch=0, sequence=0,
@@ -621,6 +622,15 @@ def test_transactional_and_control_batches_are_kept_whole(tmp_path: Path) -> Non
     clean(make_cleaner(100), log, 0)
     kept = [bytes(b.buf[b.position : b.position + b.size_in_bytes]) for b in batches(log)]
     assert kept == [raw[0], raw[1], raw[2], raw[4]]
+    # the aborted transaction's .txnindex entry moves to the cleaned segment
+    (cleaned, _active) = log.segments
+    assert [(t.producer_id, t.first_offset, t.last_offset) for t in
+            cleaned.txn_index.all_aborted_txns()] == [(9, 1, 3)]  # fmt: skip
+    assert [(t.producer_id, t.first_offset) for t in log.collect_aborted_transactions(0, 10)] == [
+        (9, 1)
+    ]
+    log = reopen(log)
+    assert [t.producer_id for t in log.segments[0].txn_index.all_aborted_txns()] == [9]
     log.close()
 
 
