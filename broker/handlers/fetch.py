@@ -38,9 +38,14 @@ Behaviour (``KafkaApis.handleFetchRequest``, ``ReplicaManager.fetchMessages``,
   failed), the request parks without polling: every fetched partition wakes
   it on its next append, it re-reads, and answers once min_bytes are there
   or max_wait_ms has passed (then with what there is, possibly nothing).
-- isolation_level read_committed: this broker has no transactions, so the
-  last stable offset is the high watermark and aborted_transactions is
-  empty, exactly what Kafka answers for a log without transactions.
+- isolation_level read_committed (``FetchIsolation.TXN_COMMITTED``): the
+  read stops at the last stable offset, and a read that returns records
+  lists the aborted transactions ending at or after the fetch offset that
+  begin in the segment read (``LocalLog.addAbortedTransactions``); the
+  consumer drops their records. Every v4+ answer carries the last stable
+  offset. This broker appends no transactions of its clients yet, so only
+  a log written by another broker (or a marker the coordinator writes) has
+  any.
 - Fetch sessions (KIP-227, v7+): this broker keeps none. A full fetch is
   answered with session_id 0, which tells clients to send full fetches;
   an incremental fetch of an unknown session gets FETCH_SESSION_ID_NOT_FOUND.
@@ -293,18 +298,29 @@ class FetchHandler(RequestHandler[FetchRequest]):
             return self._error(w.index, w.error or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         lg = partition.log
         hw = lg.high_watermark
+        lso = lg.last_stable_offset
+        # a READ_COMMITTED read stops at the last stable offset (FetchIsolation.TXN_COMMITTED)
+        max_offset = lso if read_committed else hw
+        aborted: list[FetchResponse.AbortedTransaction] | None = [] if read_committed else None
         assert meters is not None
         meters.fetch_requests.inc()
         records: Sized = b""
         try:
-            # at the high watermark there is nothing to read (the poll of an idle
-            # partition): no lookup in the log's segments
-            if w.fetch_offset != hw:
-                info = lg.read(w.fetch_offset, max(limit, 0), min_one_message, hw)
+            # at the end of what may be read there is nothing to read (the poll of
+            # an idle partition): no lookup in the log's segments
+            if w.fetch_offset != max_offset:
+                info = lg.read(w.fetch_offset, max(limit, 0), min_one_message, max_offset)
                 if info.records is not None and info.records.size > 0:
                     records = self._records_for(
                         ctx, w, info, magic=magic, meters=meters, limit=limit
                     )
+                    if read_committed:
+                        aborted = [
+                            FetchResponse.AbortedTransaction(
+                                producer_id=txn.producer_id, first_offset=txn.first_offset
+                            )
+                            for txn in lg.fetch_aborted_transactions(w.fetch_offset)
+                        ]
         except KafkaError as exc:
             code = exc.code
             if code != ErrorCode.OFFSET_OUT_OF_RANGE:
@@ -318,9 +334,9 @@ class FetchHandler(RequestHandler[FetchRequest]):
             partition_index=w.index,
             error_code=ErrorCode.NONE,
             high_watermark=hw,
-            last_stable_offset=hw,
+            last_stable_offset=lso,
             log_start_offset=lg.log_start_offset,
-            aborted_transactions=[] if read_committed else None,
+            aborted_transactions=aborted,
             preferred_read_replica=-1,
             records=records,
         )

@@ -92,10 +92,13 @@ def check_current_leader_epoch(current_leader_epoch: int) -> ErrorCode:
 
 
 def last_fetchable_offset(log_: UnifiedLog, isolation_level: int | None) -> int:
-    """LSO for read_committed, HW for read_uncommitted, LEO for replicas. This
-    broker has no transactions (LSO = HW) and one replica (HW = LEO)."""
+    """LSO for read_committed, HW for read_uncommitted, LEO for replicas
+    (``Partition.fetchOffsetForTimestamp``'s ``lastFetchableOffset``; one
+    replica: HW = LEO)."""
     if isolation_level is None:
         return log_.log_end_offset
+    if isolation_level == READ_COMMITTED:
+        return log_.last_stable_offset
     return log_.high_watermark
 
 

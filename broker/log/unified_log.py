@@ -272,9 +272,14 @@ class UnifiedLog:
     def last_stable_offset(self) -> int:
         """``UnifiedLog.lastStableOffset``: every offset below it is decided
         (the first unstable offset, else the high watermark)."""
-        first = self.first_unstable_offset
-        high_watermark = self.high_watermark
-        return first if first is not None and first < high_watermark else high_watermark
+        # first_unstable_offset and high_watermark inlined: every Fetch v4+ reads
+        # this for each partition it answers
+        high_watermark = self._local.log_end_offset
+        first = self.producer_state.first_undecided_offset()
+        if first is None or first >= high_watermark:
+            return high_watermark
+        start = self.log_start_offset
+        return first if first >= start else start
 
     @property
     def last_stable_offset_lag(self) -> int:
@@ -306,6 +311,19 @@ class UnifiedLog:
         return self._local.collect_aborted_transactions(
             self.log_start_offset, start_offset, upper_bound_offset
         )
+
+    def fetch_aborted_transactions(self, fetch_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions a READ_COMMITTED fetch from ``fetch_offset``
+        returns (``LocalLog.addAbortedTransactions``): those ending at or after
+        ``fetch_offset`` (a consumer would otherwise drop a later, committed
+        transaction of the same producer) and beginning below the end of the
+        segment the read starts in (the next segment's base offset, or the log
+        end offset), Kafka's upper bound when the offset index gives none tighter."""
+        local = self._local
+        segments = local.segments
+        following = segments.higher_segment(fetch_offset)
+        upper = following.base_offset if following is not None else local.log_end_offset
+        return local.collect_aborted_transactions(fetch_offset, fetch_offset, upper)
 
     @property
     def recovery_point(self) -> int:
