@@ -297,8 +297,7 @@ class FetchHandler(RequestHandler[FetchRequest]):
         if w.error is not None or partition is None:
             return self._error(w.index, w.error or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         lg = partition.log
-        hw = lg.high_watermark
-        lso = lg.last_stable_offset
+        hw, lso = lg.high_watermark_and_last_stable_offset()
         # a READ_COMMITTED read stops at the last stable offset (FetchIsolation.TXN_COMMITTED)
         max_offset = lso if read_committed else hw
         aborted: list[FetchResponse.AbortedTransaction] | None = [] if read_committed else None

@@ -272,14 +272,17 @@ class UnifiedLog:
     def last_stable_offset(self) -> int:
         """``UnifiedLog.lastStableOffset``: every offset below it is decided
         (the first unstable offset, else the high watermark)."""
-        # first_unstable_offset and high_watermark inlined: every Fetch v4+ reads
-        # this for each partition it answers
+        return self.high_watermark_and_last_stable_offset()[1]
+
+    def high_watermark_and_last_stable_offset(self) -> tuple[int, int]:
+        """Both, in one call: what Fetch answers each partition with (and reads
+        up to). first_unstable_offset and high_watermark inlined."""
         high_watermark = self._local.log_end_offset
         first = self.producer_state.first_undecided_offset()
         if first is None or first >= high_watermark:
-            return high_watermark
+            return high_watermark, high_watermark
         start = self.log_start_offset
-        return first if first >= start else start
+        return high_watermark, (first if first >= start else start)
 
     @property
     def last_stable_offset_lag(self) -> int:
