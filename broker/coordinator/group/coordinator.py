@@ -34,7 +34,7 @@ from broker.coordinator.group.partitioner import partition_for
 from broker.coordinator.group.rebalance import GroupMeters
 from broker.coordinator.group.shard import Shard, ShardState
 from broker.coordinator.group.timer import CoordinatorTimer, LoopTimer
-from broker.coordinator.group.writer import Durability, RecordWriter
+from broker.coordinator.group.writer import Durability, group_record_writer
 from broker.delayed import DelayedReply
 from broker.errors import ErrorCode, KafkaError
 from broker.partition.replica_manager import ReplicaManager
@@ -111,7 +111,7 @@ class GroupCoordinator:
         self.replica_manager = replica_manager
         self.time_ms = time_ms
         self.timer: CoordinatorTimer = timer if timer is not None else LoopTimer()
-        self.writer = RecordWriter(replica_manager, durability, config, time_ms)
+        self.writer = group_record_writer(replica_manager, durability, config, time_ms)
         self.meters = GroupMeters()
         self.consumer_meters = ConsumerGroupMeters()
         self.topics = BrokerTopics(replica_manager)

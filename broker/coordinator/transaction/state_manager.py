@@ -60,14 +60,13 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import functools
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from broker.coordinator.group.loader import load_partition
 from broker.coordinator.group.timer import CoordinatorTimer, LoopTimer
-from broker.coordinator.group.writer import Durability
+from broker.coordinator.group.writer import Durability, RecordWriter
 from broker.coordinator.transaction.config import TransactionConfig
 from broker.coordinator.transaction.metadata import (
     IllegalTransactionStateError,
@@ -89,7 +88,6 @@ from broker.coordinator.transaction.state_topic import (
 )
 from broker.errors import ErrorCode, KafkaError
 from broker.partition.replica_manager import ReplicaManager
-from broker.records.record import SimpleRecord
 
 log = logging.getLogger(__name__)
 
@@ -152,9 +150,7 @@ class TransactionStateManager:
     ) -> None:
         self.config = config
         self.replica_manager = replica_manager
-        self._durability = durability
         self.time_ms = time_ms
-        self._durable_fsync = durable_fsync
         self.timer: CoordinatorTimer = timer if timer is not None else LoopTimer()
         #: ``usesFlexibleRecords``: value v1 once transaction.version >= 1 (0 here)
         self.uses_flexible_records = uses_flexible_records
@@ -163,11 +159,16 @@ class TransactionStateManager:
         self.cache: dict[int, TxnMetadataCacheEntry] = {}
         self.states: dict[int, PartitionLoadState] = {}
         self._load_task: asyncio.Task[None] | None = None
-        self._waiting = 0
-        self._drained: asyncio.Future[None] | None = None
+        #: each write names its own wait (the transaction's timeout, or the tombstones')
+        self._writer = RecordWriter(
+            replica_manager,
+            durability,
+            time_ms,
+            topic=TRANSACTION_STATE_TOPIC_NAME,
+            durable=durable_fsync,
+            timeout_ms=TOMBSTONE_TIMEOUT_MS,
+        )
         self._shutting_down = False
-        #: records written (tests read it)
-        self.appends = 0
         #: transactional ids expired so far
         self.expired = 0
 
@@ -260,10 +261,7 @@ class TransactionStateManager:
         if self._load_task is not None and not self._load_task.done():
             self._load_task.cancel()
         self.timer.cancel(EXPIRATION_KEY)
-        while self._waiting:
-            self._drained = asyncio.get_running_loop().create_future()
-            await self._drained
-        self._drained = None
+        await self._writer.drain()
         cancel_all = getattr(self.timer, "cancel_all", None)
         if cancel_all is not None:
             cancel_all()
@@ -424,6 +422,11 @@ class TransactionStateManager:
                 metadata.pending_state = None
         return error
 
+    @property
+    def appends(self) -> int:
+        """Batches written (tests read it)."""
+        return self._writer.appends
+
     def _write(
         self,
         index: int,
@@ -432,49 +435,7 @@ class TransactionStateManager:
         done: OnAppended,
     ) -> None:
         """Append one batch to partition ``index``; ``done`` once durable (acks=all)."""
-        partition = self.replica_manager.get_partition(TRANSACTION_STATE_TOPIC_NAME, index)
-        if partition is None:
-            done(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            return
-        now = self.time_ms()
-        try:
-            last_offset = partition.append_built_batch(
-                [SimpleRecord(timestamp=now, key=k, value=v) for k, v in records]
-            )
-        except KafkaError as exc:
-            log.warning("appending to %s failed: %s", partition, exc)
-            done(exc.code)
-            return
-        except OSError as exc:
-            log.error("I/O error appending to %s: %s", partition, exc)
-            done(ErrorCode.KAFKA_STORAGE_ERROR)
-            return
-        self.appends += 1
-        if not self._durable_fsync or not self._durability.when_flushed(
-            [(partition.log, last_offset + 1)],
-            timeout_ms / 1000,
-            functools.partial(self._flushed, done),
-        ):
-            done(ErrorCode.NONE)
-            return
-        self._waiting += 1
-
-    def _flushed(self, done: OnAppended, outcome: bool | BaseException) -> None:
-        self._waiting -= 1
-        if isinstance(outcome, OSError):
-            log.error("fsync of %s failed: %s", TRANSACTION_STATE_TOPIC_NAME, outcome)
-            code = ErrorCode.KAFKA_STORAGE_ERROR
-        elif isinstance(outcome, BaseException):
-            log.error("waiting for %s to be durable failed", TRANSACTION_STATE_TOPIC_NAME)
-            code = ErrorCode.UNKNOWN_SERVER_ERROR
-        else:
-            code = ErrorCode.NONE if outcome else ErrorCode.REQUEST_TIMED_OUT
-        try:
-            done(code)
-        finally:
-            drained = self._drained
-            if not self._waiting and drained is not None and not drained.done():
-                drained.set_result(None)
+        self._writer.write(index, records, done, timeout_ms=timeout_ms)
 
     # ---- expiration --------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from broker.coordinator.group.config import GroupConfig
-from broker.coordinator.group.writer import RecordWriter
+from broker.coordinator.group.writer import RecordWriter, group_record_writer
 from broker.errors import ErrorCode
 from tests.aio import run
 
@@ -42,7 +42,7 @@ class FakeDurability:
 
 
 def writer(durability: FakeDurability) -> RecordWriter:
-    return RecordWriter(FakeReplicas(), durability, GroupConfig(), lambda: 0)  # type: ignore[arg-type]
+    return group_record_writer(FakeReplicas(), durability, GroupConfig(), lambda: 0)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
