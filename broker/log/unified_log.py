@@ -276,13 +276,14 @@ class UnifiedLog:
 
     def high_watermark_and_last_stable_offset(self) -> tuple[int, int]:
         """Both, in one call: what Fetch answers each partition with (and reads
-        up to). first_unstable_offset and high_watermark inlined."""
+        up to). Without an open transaction (the common case) the last stable
+        offset is the high watermark, known from one call."""
         high_watermark = self._local.log_end_offset
-        first = self.producer_state.first_undecided_offset()
-        if first is None or first >= high_watermark:
+        if self.producer_state.first_undecided_offset() is None:
             return high_watermark, high_watermark
-        start = self.log_start_offset
-        return high_watermark, (first if first >= start else start)
+        first = self.first_unstable_offset
+        assert first is not None
+        return high_watermark, min(first, high_watermark)
 
     @property
     def last_stable_offset_lag(self) -> int:

@@ -65,6 +65,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from broker.coordinator.group.loader import load_partition
+from broker.coordinator.group.rebalance import OnWritten
 from broker.coordinator.group.timer import CoordinatorTimer, LoopTimer
 from broker.coordinator.group.writer import Durability, RecordWriter
 from broker.coordinator.transaction.config import TransactionConfig
@@ -91,8 +92,6 @@ from broker.partition.replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
-#: the callback of a write: NONE or the coordinator's error
-OnAppended = Callable[[ErrorCode], None]
 EXPIRATION_KEY = "transactionalId-expiration"
 #: Kafka's ``request.timeout.ms`` default, the timeout of a tombstone write
 #: (``TransactionConfig.requestTimeoutMs``)
@@ -352,7 +351,7 @@ class TransactionStateManager:
         transactional_id: str,
         coordinator_epoch: int,
         new_metadata: TxnTransitMetadata,
-        response_callback: OnAppended,
+        response_callback: OnWritten,
         retry_on_error: Callable[[ErrorCode], bool] = lambda _: False,
     ) -> None:
         """``appendTransactionToLog``: write the transition, complete it once durable."""
@@ -432,7 +431,7 @@ class TransactionStateManager:
         index: int,
         records: Sequence[tuple[bytes, bytes | None]],
         timeout_ms: int,
-        done: OnAppended,
+        done: OnWritten,
     ) -> None:
         """Append one batch to partition ``index``; ``done`` once durable (acks=all)."""
         self._writer.write(index, records, done, timeout_ms=timeout_ms)
