@@ -147,6 +147,24 @@ def check_producer_epoch(
         )
 
 
+def check_data_batch_txn_state(
+    producer_id: int,
+    is_transactional: bool,
+    txn_open: bool,
+    offset: int,
+    *,
+    topic_partition: str,
+) -> None:
+    """``ProducerAppendInfo.appendDataBatch``'s transaction rule: a
+    non-transactional batch of a producer whose transaction is open is
+    INVALID_TXN_STATE (every origin)."""
+    if txn_open and not is_transactional:
+        raise InvalidTxnStateError(
+            f"Expected transactional write from producer {producer_id} at offset "
+            f"{offset} in partition {topic_partition}"
+        )
+
+
 @dataclass
 class ProducerStateEntry:
     """``ProducerStateEntry``: epoch, last batches, transaction facts of one producer."""
@@ -491,10 +509,9 @@ class ProducerStateManager:
         if entry is None:
             entry = ProducerStateEntry(producer_id)
             self._producers[producer_id] = entry
-        elif entry.current_txn_first_offset is not None and not is_transactional:
-            raise InvalidTxnStateError(
-                f"Expected transactional write from producer {producer_id} at offset "
-                f"{first_offset} in partition {self.topic_partition}"
+        elif not is_transactional and entry.current_txn_first_offset is not None:
+            check_data_batch_txn_state(
+                producer_id, False, True, first_offset, topic_partition=str(self.topic_partition)
             )
         entry.add_batch(
             producer_epoch, last_seq, last_offset, last_offset - first_offset, max_timestamp

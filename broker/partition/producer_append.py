@@ -25,8 +25,12 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from broker.errors import OutOfOrderSequenceError
-from broker.log.producer_state import ProducerStateManager, check_producer_epoch
-from broker.records.batch import NO_PRODUCER_EPOCH, NO_SEQUENCE
+from broker.log.producer_state import (
+    ProducerStateManager,
+    check_data_batch_txn_state,
+    check_producer_epoch,
+)
+from broker.records.batch import NO_PRODUCER_EPOCH, NO_SEQUENCE, TRANSACTIONAL_FLAG_MASK
 from broker.records.batch_info import BatchInfo
 from broker.records.origin import AppendOrigin
 
@@ -54,8 +58,8 @@ def check_producer_batches(
     Mirrors Kafka's split between ``currentEntry`` (the log's state) and
     ``updatedEntry`` (that state plus the batches earlier in this append).
     """
-    # per producer: (epoch, last sequence or None) of updatedEntry
-    updated: dict[int, tuple[int, int | None]] = {}
+    # per producer: (epoch, last sequence or None, transaction open) of updatedEntry
+    updated: dict[int, tuple[int, int | None, bool]] = {}
     for batch in batches:
         pid = batch.producer_id
         if pid == -1 or batch.base_offset is None:
@@ -68,7 +72,12 @@ def check_producer_batches(
             if dup is not None:
                 return DuplicateBatch(dup.first_offset, dup.last_offset, dup.timestamp)
         current_epoch = NO_PRODUCER_EPOCH if current is None else current.producer_epoch
-        updated_epoch, updated_last_seq = updated.get(pid, (current_epoch, None))
+        prior = updated.get(pid)
+        if prior is None:
+            updated_epoch, updated_last_seq = current_epoch, None
+            txn_open = current is not None and current.current_txn_first_offset is not None
+        else:
+            updated_epoch, updated_last_seq, txn_open = prior
         offset = batch.base_offset
         if epoch < updated_epoch:  # the rule and its error: producer_state.check_producer_epoch
             check_producer_epoch(
@@ -101,5 +110,11 @@ def check_producer_batches(
                     f"partition {topic_partition}: {first_seq} (incoming seq. number), "
                     f"{current_last_seq} (current end sequence number)"
                 )
-        updated[pid] = (epoch, batch.last_sequence)
+        # checked here, before the write, so the log's own check never fires after it
+        is_transactional = batch.attributes & TRANSACTIONAL_FLAG_MASK != 0
+        if txn_open and not is_transactional:
+            check_data_batch_txn_state(
+                pid, is_transactional, txn_open, offset, topic_partition=topic_partition
+            )
+        updated[pid] = (epoch, batch.last_sequence, txn_open or is_transactional)
     return None

@@ -266,6 +266,19 @@ def test_non_transactional_append_with_ongoing_transaction(
     assert state.last_entry(PRODUCER_ID) == before
 
 
+def test_a_non_transactional_batch_after_a_transactional_one_in_one_append_is_refused(
+    state: ProducerStateManager, time: MockTime
+) -> None:
+    """The partition's checks see the transaction the append's earlier batch
+    opens (Kafka's updatedEntry), so nothing of the append is written."""
+    txn = BatchInfo(0, 70, 2, 0, 0, time(), 0, PRODUCER_ID, EPOCH, 0, TRANSACTIONAL_FLAG_MASK)
+    plain = BatchInfo(70, 70, 2, 1, 1, time(), 0, PRODUCER_ID, EPOCH, 1, 0)
+    with pytest.raises(InvalidTxnStateError, match="Expected transactional write"):
+        check_producer_batches(state, [txn, plain], "test-0")
+    assert check_producer_batches(state, [txn], "test-0") is None
+    assert state.last_entry(PRODUCER_ID) is None
+
+
 def test_truncate_and_reload_removes_out_of_range_snapshots(
     state: ProducerStateManager, time: MockTime
 ) -> None:
