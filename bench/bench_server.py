@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 
 from bench.common import Report, note_rounds, progress, settle
 from bench.loadgen import build_frames
+from tests.integration.harness import free_port
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
@@ -87,23 +88,6 @@ LOADGEN_REQUESTS = 300
 LOADGEN_ROUNDS = 5
 METRICS_ROUNDS = 5
 LOADGEN_WINDOW = 4
-
-
-#: ports free_port handed out in this process
-_handed_out: set[int] = set()
-
-
-def free_port() -> int:
-    """A free port on 127.0.0.1 not handed out before in this process (two
-    binds to port 0 in a row may return the same port)."""
-    for _ in range(1000):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if port not in _handed_out:
-            _handed_out.add(port)
-            return port
-    raise RuntimeError("no port left that this process has not handed out")
 
 
 class Server:
