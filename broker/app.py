@@ -440,16 +440,8 @@ class BrokerApp:
         closed and the other state shut down first, the logs' dirs left alone."""
         self.exit_code = 1
         loop = self._loop
-        if loop is None or loop.is_closed():
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            self.request_stop()
-        else:
-            loop.call_soon_threadsafe(self.request_stop)
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.request_stop)  # safe from the loop's thread too
 
     async def serve_forever(self) -> None:
         loop = asyncio.get_running_loop()
