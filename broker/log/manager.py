@@ -369,8 +369,7 @@ class LogManager:
     def all_logs(self) -> list[UnifiedLog]:
         """The logs of the live log dirs (an offline dir's logs take no part in
         retention, flushes, checkpoints or cleaning)."""
-        with self._lock:
-            return list(self._snapshot_logs().values())
+        return list(self._snapshot_logs().values())
 
     def logs_by_topic(self, topic: str) -> dict[int, UnifiedLog]:
         with self._lock:
